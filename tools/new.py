@@ -14,6 +14,7 @@ import tomllib
 from pathlib import Path
 
 TEMPLATE = Path(__file__).resolve().parent / "template"
+SKIP = {"__pycache__", ".ruff_cache", ".pytest_cache", ".venv", "runs"}
 
 
 def render(text: str, entry: dict[str, str], slug: str) -> str:
@@ -26,13 +27,17 @@ def render(text: str, entry: dict[str, str], slug: str) -> str:
 def create(root: Path, slug: str, force: bool = False) -> Path:
     meta = tomllib.loads((root / "meta.toml").read_text()).get("papers", {})
     if slug not in meta:
-        raise SystemExit(f"error: no [papers.{slug}] table in {root / 'meta.toml'}; register it first")
+        raise SystemExit(
+            f"error: no [papers.{slug}] table in {root / 'meta.toml'}; register it first"
+        )
     entry = meta[slug]
     target = root / entry["path"]
     if target.exists() and any(target.iterdir()) and not force:
-        raise SystemExit(f"error: {target} exists and is not empty (use --force to overwrite files)")
+        raise SystemExit(
+            f"error: {target} exists and is not empty (use --force to overwrite files)"
+        )
     for src in sorted(TEMPLATE.rglob("*")):
-        if src.is_dir() or "__pycache__" in src.parts:
+        if src.is_dir() or SKIP.intersection(src.parts):
             continue
         dest = target / render(str(src.relative_to(TEMPLATE)), entry, slug)
         dest.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from __package__.config import PRESETS  # noqa: E402
+from __package__.config import PRESETS
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `__cli__ ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(__cli__ .+)$", section, re.M)]
+    commands = [shlex.split(c) for c in re.findall(r"^(__cli__ .+)$", section, re.MULTILINE)]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
     shrink = ["--n-samples", "16", "--dim", "2", "--steps", "2", "--seeds", "0", "--quiet"]

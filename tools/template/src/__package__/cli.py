@@ -18,9 +18,11 @@ COMMANDS = {
     "eval": "print the metrics of a finished run in --out",
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
-USAGE = "usage: __cli__ {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n" + "\n".join(
-    f"  {name:6s} {text}" for name, text in COMMANDS.items()
-) + "\n\n`__cli__ COMMAND --help` lists every flag with its meaning and preset default."
+USAGE = (
+    "usage: __cli__ {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
+    + "\n\n`__cli__ COMMAND --help` lists every flag with its meaning and preset default."
+)
 
 
 def parse(command: str, argv: list[str]) -> Config:
@@ -56,7 +58,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     if command not in COMMANDS:
-        print(f"error: unknown command {command!r}; expected one of {', '.join(COMMANDS)}", file=sys.stderr)
+        print(
+            f"error: unknown command {command!r}; expected one of {', '.join(COMMANDS)}",
+            file=sys.stderr,
+        )
         return 2
     try:
         cfg = parse(command, rest)

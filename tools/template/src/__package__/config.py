@@ -39,7 +39,9 @@ class Config:
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
-    "full": Config(name="full", out="runs/full", device="cuda", n_samples=1_000_000, dim=512, steps=20_000),
+    "full": Config(
+        name="full", out="runs/full", device="cuda", n_samples=1_000_000, dim=512, steps=20_000
+    ),
 }
 
 

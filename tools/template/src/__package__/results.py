@@ -55,7 +55,11 @@ def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[
 def git_commit() -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "--short", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -63,7 +67,10 @@ def git_commit() -> str | None:
 
 
 def environment(device: str) -> dict[str, Any]:
-    env: dict[str, Any] = {"python": platform.python_version(), "cpu": platform.processor() or platform.machine()}
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "cpu": platform.processor() or platform.machine(),
+    }
     for mod in ("torch", "jax", "numpy"):
         try:
             env[mod] = __import__(mod).__version__
@@ -86,7 +93,7 @@ def results_document(
     doc = {
         "paper": paper,
         "mode": mode,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         "environment": environment(device),
         "wall_seconds": round(float(wall_seconds), 2),
