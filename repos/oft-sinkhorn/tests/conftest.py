@@ -1,0 +1,49 @@
+"""Shared fixtures: the quick preset shrunk until a benchmark run takes a few seconds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from oft_sinkhorn.config import PRESETS
+
+torch.set_num_threads(1)
+
+# Flags that shrink any quick-preset command (used by the README test).
+SHRINK = [
+    "--n",
+    "20",
+    "--sizes",
+    "20",
+    "30",
+    "--seeds",
+    "0",
+    "1",
+    "--eps",
+    "0.3",
+    "0.1",
+    "0.03",
+    "--max-iter",
+    "300",
+    "--bipartite-size",
+    "5",
+    "--quiet",
+]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return dataclasses.replace(
+        PRESETS["quick"],
+        n=20,
+        sizes=(20, 30),
+        seeds=(0, 1),
+        eps=(0.3, 0.1, 0.03),
+        max_iter=300,
+        bipartite_size=5,
+        out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "results"),
+        quiet=True,
+    )

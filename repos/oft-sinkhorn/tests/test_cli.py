@@ -1,0 +1,61 @@
+"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from conftest import SHRINK
+
+from oft_sinkhorn.cli import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_help_lists_commands(capsys):
+    assert main(["--help"]) == 0
+    assert "bench" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fly"], "unknown command 'fly'"),
+        (["train", "--preset", "huge"], "--preset must be one of"),
+        (["train", "--generator", "grid"], "generator must be one of"),
+        (["train", "--eps", "0.1", "0.3"], "eps must be positive and decreasing"),
+        (["train", "--instance", "missing.min"], "missing.min"),
+    ],
+)
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a failed `train` may already have written runs/quick/config.json
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_malformed_dimacs_exits_2_naming_the_line(tmp_path, capsys):
+    (tmp_path / "bad.min").write_text("p min 2 1\nn 1 1\nn 2 -1\na 1 2 0 five 1\n")
+    assert (
+        main(["train", "--instance", str(tmp_path / "bad.min"), "--out", str(tmp_path / "run")])
+        == 2
+    )
+    assert "bad.min:4:" in capsys.readouterr().err
+
+
+def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["eval", "--out", str(tmp_path)]) == 2
+    assert "run `train" in capsys.readouterr().err
+
+
+def test_readme_quick_start_commands_run(tmp_path, monkeypatch):
+    """Every `oft-sinkhorn ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [shlex.split(c) for c in re.findall(r"^(oft-sinkhorn .+)$", section, re.MULTILINE)]
+    assert commands, "the README's Quick start names no command"
+    monkeypatch.chdir(tmp_path)
+    for argv in commands:
+        assert main(argv[1:] + SHRINK) == 0, argv
+    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "oft-sinkhorn"

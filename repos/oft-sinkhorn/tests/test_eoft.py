@@ -1,0 +1,123 @@
+"""OFT-Sinkhorn against closed forms, slow references, POT and exact solvers."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+
+from oft_sinkhorn import baselines, data, eoft
+
+
+def solve(inst, eps, **kwargs):
+    return eoft.oft_sinkhorn(inst, eps, **kwargs)
+
+
+def test_balance_root_solves_the_node_equation():
+    """x = exp(root) satisfies a x - b / x = s for both signs of s, s = 0, and wide ranges of a, b."""
+    gen = torch.Generator().manual_seed(0)
+    log_a, log_b = (
+        20 * torch.randn(200, generator=gen, dtype=torch.float64),
+        20 * torch.randn(200, generator=gen, dtype=torch.float64),
+    )
+    s = torch.randn(200, generator=gen, dtype=torch.float64) * torch.exp(
+        5 * torch.randn(200, generator=gen)
+    )
+    s[:20] = 0
+    log_x = eoft.balance_root(log_a, log_b, s)
+    out, inn = torch.exp(log_a + log_x), torch.exp(log_b - log_x)
+    assert torch.allclose(out - inn, s, rtol=1e-9, atol=1e-9 * float((out + inn).max()))
+    assert torch.all(torch.isfinite(log_x))
+
+
+def test_segment_logsumexp_matches_a_python_loop():
+    values = torch.tensor([0.5, -3.0, 700.0, 699.0, 2.0], dtype=torch.float64)
+    index = torch.tensor([0, 0, 2, 2, 3])
+    got = eoft.segment_logsumexp(values, index, 5)
+    for i in range(5):
+        members = [float(v) for v, j in zip(values, index) if j == i]
+        want = np.logaddexp.reduce(members) if members else -np.inf
+        assert float(got[i]) == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["sparse", "dense"])
+def test_bipartite_plan_equals_pot_sinkhorn(kernel):
+    inst, a, b, cost = data.bipartite(6, 4, seed=0)
+    (stage,) = solve(inst, (0.05,), tol=1e-13, max_iter=50_000, kernel=kernel)
+    np.testing.assert_allclose(
+        stage.flow.reshape(cost.shape), baselines.pot_sinkhorn(a, b, cost, 0.05), atol=1e-9
+    )
+
+
+def test_chain_carries_unit_flow_as_eps_falls():
+    """0 -> 1 -> 2 costs 2, the direct arc 0 -> 2 costs 3: the flow moves onto the chain."""
+    inst = data.make_instance(3, [0, 1, 0], [1, 2, 2], [1.0, 1.0, 3.0], [1.0, 0.0, -1.0])
+    stages = solve(inst, (1.0, 0.3, 0.1, 0.03), tol=1e-10, max_iter=20_000)
+    direct = [s.flow[2] for s in stages]
+    assert all(later < earlier for earlier, later in itertools.pairwise(direct))
+    np.testing.assert_allclose(stages[-1].flow, [1, 1, 0], atol=1e-9)
+
+
+def test_two_equal_cost_paths_split_evenly():
+    inst = data.make_instance(
+        4, [0, 1, 0, 2], [1, 3, 2, 3], [1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, -1.0]
+    )
+    (stage,) = solve(inst, (0.01,), tol=1e-12, max_iter=20_000)
+    np.testing.assert_allclose(stage.flow, 0.5, atol=1e-9)
+
+
+def test_isolated_and_dead_end_nodes_stay_finite():
+    """Node 3 has no arcs and node 4 only an incoming one: no NaN, balance still met."""
+    inst = data.make_instance(5, [0, 1, 1], [1, 2, 4], [1.0, 1.0, 1.0], [1.0, 0.0, -1.0, 0.0, 0.0])
+    for kernel in ("sparse", "dense"):
+        (stage,) = solve(inst, (0.05,), tol=1e-9, max_iter=20_000, kernel=kernel)
+        assert np.all(np.isfinite(stage.flow)) and stage.residual < 1e-9
+        assert stage.flow[2] < 1e-9  # nothing flows into the dead end
+
+
+def test_integer_instance_agrees_with_exact_solvers():
+    inst = data.netgen_mcf(40, seed=3, capacitated=False)
+    exact = {name: solve_exact(inst).cost for name, solve_exact in baselines.EXACT.items()}
+    assert len(set(exact.values())) == 1, exact
+    stages = solve(inst, tuple(100 * e for e in (0.3, 0.1, 0.03, 0.01)), tol=1e-5)
+    gaps = [(s.cost - exact["ortools"]) / exact["ortools"] for s in stages]
+    assert abs(gaps[-1]) < 0.01 and stages[-1].residual < 1e-4
+    assert all(
+        later <= earlier for earlier, later in itertools.pairwise(gaps)
+    )  # gap falls with eps
+
+
+def test_kernels_agree_and_arc_capacities_hold():
+    inst = data.netgen_mcf(30, seed=1, capacitated=True)
+    sparse, dense = (solve(inst, (30.0, 10.0, 3.0, 1.0), kernel=k)[-1] for k in ("sparse", "dense"))
+    np.testing.assert_allclose(sparse.flow, dense.flow, rtol=1e-8, atol=1e-8)
+    assert eoft.capacity_violation(inst, sparse.flow) < 1e-12
+    assert eoft.balance_residual(inst, sparse.flow) == pytest.approx(sparse.residual, rel=1e-6)
+    optimum = baselines.highs_lp(inst).cost
+    assert abs(sparse.cost - optimum) / optimum < 0.02
+
+
+def test_node_capacity_truncation_reaches_the_lp_optimum():
+    """Cheap path via node 1 (throughput <= 1), dear path via node 2: optimum 1*2 + 2*4 = 10."""
+    inst = data.make_instance(
+        4,
+        [0, 1, 0, 2],
+        [1, 3, 2, 3],
+        [1.0, 1.0, 2.0, 2.0],
+        [3.0, 0.0, 0.0, -3.0],
+        node_capacity=[np.inf, 1, np.inf, np.inf],
+    )
+    assert baselines.highs_lp(inst).cost == pytest.approx(10) == baselines.ortools_mcf(inst).cost
+    (stage,) = solve(inst, (0.02,), tol=1e-10, max_iter=50_000)
+    assert stage.cost == pytest.approx(10, rel=1e-3)
+    assert eoft.capacity_violation(inst, stage.flow) < 1e-6 and stage.residual < 1e-10
+
+
+def test_solver_refuses_bad_arguments():
+    inst = data.uniform_mcf(10, seed=0)
+    with pytest.raises(ValueError, match="eps_schedule must hold positive values"):
+        solve(inst, (1.0, 0.0))
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        solve(inst, (1.0,), kernel="blocked")

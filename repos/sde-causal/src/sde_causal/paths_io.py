@@ -1,0 +1,96 @@
+"""Paths on disk as tidy tables: one row per (path, time) with columns time, path_id, <variables>.
+
+CSV for interchange, NPZ (same columns as arrays) for speed. Readers validate and raise clear
+errors: NaN values, single time points, ragged paths, header/row width mismatches.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from .sigkernel import check_paths
+
+
+def to_table(paths: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """(n, L, d) paths and (L,) or (n, L) times -> (n * L, 2 + d) rows [time, path_id, x...]."""
+    paths = check_paths(paths)
+    n, length, _ = paths.shape
+    t = np.broadcast_to(np.asarray(times, dtype=np.float64), (n, length))
+    ids = np.repeat(np.arange(n), length)
+    return np.column_stack([t.reshape(-1), ids, paths.reshape(n * length, -1)])
+
+
+def from_table(rows: np.ndarray, names: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Inverse of to_table, sorting by (path_id, time); every path needs the same number of times."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2 or rows.shape[1] != 2 + len(names):
+        raise ValueError(
+            f"expected columns time, path_id and {len(names)} variables {names}, got shape {rows.shape}"
+        )
+    if not np.isfinite(rows).all():
+        bad = sorted({(["time", "path_id", *names])[c] for c in np.where(~np.isfinite(rows))[1]})
+        raise ValueError(f"NaN or infinite values in column(s) {bad}")
+    rows = rows[np.lexsort((rows[:, 0], rows[:, 1]))]
+    ids, counts = np.unique(rows[:, 1], return_counts=True)
+    if len(set(counts.tolist())) != 1:
+        raise ValueError(
+            f"every path needs the same number of time points, got counts {sorted(set(counts.tolist()))}"
+        )
+    length = int(counts[0])
+    if length < 2:
+        raise ValueError("each path has a single time point; a path needs at least 2")
+    n = len(ids)
+    return rows[:, 2:].reshape(n, length, -1), rows[:, 0].reshape(n, length), list(names)
+
+
+def write_paths(path: str | Path, paths: np.ndarray, times: np.ndarray, names: list[str]) -> None:
+    """Write a .csv or .npz tidy table."""
+    path = Path(path)
+    if len(names) != np.asarray(paths).shape[-1]:
+        raise ValueError(
+            f"{len(names)} variable names for {np.asarray(paths).shape[-1]} path channels"
+        )
+    table = to_table(paths, times)
+    if path.suffix == ".npz":
+        np.savez(
+            path,
+            time=table[:, 0],
+            path_id=table[:, 1],
+            **{v: table[:, 2 + i] for i, v in enumerate(names)},
+        )
+    elif path.suffix == ".csv":
+        with path.open("w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["time", "path_id", *names])
+            w.writerows(table.tolist())
+    else:
+        raise ValueError(f"file must end in .csv or .npz, got {path.name}")
+
+
+def read_paths(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a .csv or .npz tidy table -> (paths (n, L, d), times (n, L), variable names)."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        with np.load(path) as z:
+            names = [k for k in z.files if k not in ("time", "path_id")]
+            if "time" not in z.files or "path_id" not in z.files:
+                raise ValueError(f"{path.name} needs arrays 'time' and 'path_id', has {z.files}")
+            rows = np.column_stack([z["time"], z["path_id"], *(z[k] for k in names)])
+    elif path.suffix == ".csv":
+        with path.open(newline="") as fh:
+            header, *body = list(csv.reader(fh))
+        if header[:2] != ["time", "path_id"]:
+            raise ValueError(f"CSV header must start with time,path_id; got {header[:2]}")
+        names = header[2:]
+        widths = {len(r) for r in body}
+        if widths != {len(header)}:
+            raise ValueError(
+                f"rows have {sorted(widths)} fields but the header names {len(header)} columns"
+            )
+        rows = np.array(body, dtype=np.float64)
+    else:
+        raise ValueError(f"file must end in .csv or .npz, got {path.name}")
+    return from_table(rows, names)
