@@ -1,0 +1,135 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`ddo train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .objectives import OBJECTIVES
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for data, initialisation and sampling."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Device recorded in the results; the 2-D toy computes on cpu (tensors are tiny)."""
+    out: str = "runs/quick"
+    """Folder for config.json and metrics.json."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    threads: int = 1
+    """Torch intra-op threads (1 is fastest for these small tensors on shared cores)."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    objective: str = "dpo"
+    """Alignment objective F: dpo, rlhf or kto."""
+    n_modes: int = 6
+    """Components of the reference Gaussian mixture (on a ring)."""
+    radius: float = 4.0
+    """Radius of the ring of component means."""
+    sigma: float = 0.3
+    """Standard deviation of every component."""
+    target_mode: int = 0
+    """Index of the mode whose mean the preference oracle favours."""
+    pref_temperature: float = 1.0
+    """Bradley-Terry temperature: r(x) = -||x - mu*|| / temperature."""
+    beta: float = 1.0
+    """KL weight beta of L(q) = F(q) + beta KL(q || p_ref)."""
+    beta_prime: float = 1.0
+    """Extra entropic regulariser beta' of dual averaging (the experiments use beta' = beta)."""
+    beta_d: float = 1.0
+    """Inverse temperature beta_d inside the DPO / KTO sigmoid."""
+    da_loops: int = 6
+    """Dual-averaging loops K."""
+    n_ref: int = 4096
+    """Reference samples per DA loop (regression inputs and inner expectation)."""
+    fit_steps: int = 300
+    """Adam steps fitting the potential network per DA loop."""
+    fit_lr: float = 0.01
+    """Learning rate of the potential fit."""
+    hidden: int = 64
+    """Width of the potential MLP (2 hidden layers)."""
+    n_eval: int = 2000
+    """Aligned samples drawn per sampler for evaluation."""
+    sde_steps: int = 100
+    """Euler-Maruyama steps of the reverse SDE."""
+    t_max: float = 5.0
+    """Start time of the reverse SDE (the OU prior N(0, I) is exact up to e^{-t_max})."""
+    t_min: float = 0.001
+    """Stop time of the reverse SDE (the h-correction is singular at t = 0)."""
+    mc_draws: int = 64
+    """Posterior draws M per step for the Monte-Carlo h-correction."""
+    learned_samples: int = 300
+    """Samples drawn by the learned-score DDO sampler (inner simulations are costly)."""
+    learned_sde_steps: int = 40
+    """Outer reverse-SDE steps of the learned-score DDO sampler."""
+    inner_steps: int = 8
+    """Steps of each inner reference simulation giving posterior draws (learned mode)."""
+    dsm_steps: int = 2000
+    """Denoising-score-matching steps for the learned reference score."""
+    dsm_hidden: int = 128
+    """Width of the score MLP (3 hidden layers)."""
+    batch: int = 512
+    """Batch size of score matching and Diffusion-DPO."""
+    dsm_lr: float = 0.002
+    """Learning rate of score matching."""
+    ddpo_beta: float = 5.0
+    """beta of the Diffusion-DPO loss (not swept)."""
+    ddpo_lr: float = 0.0005
+    """Learning rate of Diffusion-DPO fine-tuning (its steps = da_loops x fit_steps)."""
+    langevin_steps: int = 500
+    """Steps of the short-run ULA / MALA baselines."""
+    langevin_step: float = 0.005
+    """Step size of ULA / MALA."""
+    ir_pool: int = 8000
+    """Reference samples in the importance-resampling pool."""
+    grid_step: float = 0.2
+    """Cell width of the evaluation grid."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(),
+    "full": Config(
+        name="full", out="runs/full", device="cuda", seeds=(0, 1, 2, 3, 4), da_loops=10,
+        n_ref=65536, fit_steps=3000, hidden=256, n_eval=20000, sde_steps=500, mc_draws=256,
+        learned_samples=5000, learned_sde_steps=200, inner_steps=50, dsm_steps=50000,
+        dsm_hidden=512, langevin_steps=5000, ir_pool=200000, grid_step=0.1,
+    ),
+}  # fmt: skip
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if cfg.beta <= 0:
+        raise ValueError(f"beta must be > 0 (the KL weight), got {cfg.beta}")
+    if cfg.beta_prime < 0 or cfg.beta_d <= 0:
+        raise ValueError(f"need beta_prime >= 0 and beta_d > 0, got {cfg.beta_prime}, {cfg.beta_d}")
+    if cfg.objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
+    if not 0 <= cfg.target_mode < cfg.n_modes:
+        raise ValueError(f"target_mode must be in [0, {cfg.n_modes}), got {cfg.target_mode}")
+    if not 0 < cfg.t_min < cfg.t_max:
+        raise ValueError(f"need 0 < t_min < t_max, got {cfg.t_min} and {cfg.t_max}")
+    counts = {
+        "da_loops": cfg.da_loops, "n_ref": cfg.n_ref, "fit_steps": cfg.fit_steps,
+        "n_eval": cfg.n_eval, "sde_steps": cfg.sde_steps, "mc_draws": cfg.mc_draws,
+        "learned_samples": cfg.learned_samples, "learned_sde_steps": cfg.learned_sde_steps,
+        "inner_steps": cfg.inner_steps, "dsm_steps": cfg.dsm_steps, "batch": cfg.batch,
+        "langevin_steps": cfg.langevin_steps, "ir_pool": cfg.ir_pool, "threads": cfg.threads,
+    }  # fmt: skip
+    for field, value in counts.items():
+        if value < 1:
+            raise ValueError(f"{field} must be >= 1, got {value}")
+    if cfg.sigma <= 0 or cfg.radius <= 0 or cfg.grid_step <= 0:
+        raise ValueError("sigma, radius and grid_step must be > 0")
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    return cfg

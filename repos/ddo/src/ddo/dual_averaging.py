@@ -1,0 +1,104 @@
+"""Phase 1: dual averaging (DA) over distributions with Gibbs potentials (paper Sec. 4, Alg. 1).
+
+Iterates are q_k ~ p_ref exp(-f_k). Each loop computes the first variation g_k = dF/dq(q_k) on
+fresh reference samples and sets
+
+    f_{k+1} = sum_{j<=k} w_j g_j / D_k,     D_k = beta W_k + beta' c_k,     W_k = sum_{j<=k} w_j,
+
+with w_j = j + 1 and c_k = 1 (a fixed-weight extra entropic term; see README Deviations).
+The recursive form f_{k+1} = (D_{k-1} f_k + w_k g_k) / D_k stores only the previous potential:
+a network is fitted to this target by regression on the reference samples (the paper's practical
+algorithm, reconstructed). Its fixed point f = g(q_f) / beta is the optimality condition of
+F(q) + beta KL(q || p_ref).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from .objectives import first_variation_mc
+
+
+class Potential(nn.Module):
+    """f_theta: R^d -> R, a small MLP (2 x hidden, SiLU so that grad f is smooth for Langevin)."""
+
+    def __init__(self, dim: int = 2, hidden: int = 64):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+            nn.Linear(hidden, 1),
+        )  # fmt: skip
+        nn.init.zeros_(self.net[-1].weight)
+        nn.init.zeros_(self.net[-1].bias)  # f_0 = 0: q_0 = p_ref
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x).squeeze(-1)
+
+
+def da_weights(k: int, beta: float, beta_prime: float) -> tuple[float, float, float]:
+    """(w_k, D_{k-1}, D_k) of the recursive DA update at loop k (0-based)."""
+    if beta <= 0 or beta_prime < 0:
+        raise ValueError(f"need beta > 0 and beta' >= 0, got beta={beta}, beta'={beta_prime}")
+    w = float(k + 1)
+    w_sum_prev = k * (k + 1) / 2
+    w_sum = (k + 1) * (k + 2) / 2
+    return w, beta * w_sum_prev + beta_prime, beta * w_sum + beta_prime
+
+
+def fit_potential(
+    model: Potential, x: torch.Tensor, target: torch.Tensor, steps: int, lr: float
+) -> float:
+    """Regress model(x) on target with Adam (full batch); returns the final mean squared error."""
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    scale = target.std().clamp_min(1e-6)  # regress in units of the target's spread
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((model(x) - target) ** 2).mean() / scale**2
+        loss.backward()
+        opt.step()
+    with torch.no_grad():
+        return float(((model(x) - target) ** 2).mean())
+
+
+def dual_averaging(
+    kind: str,
+    sample_ref: Callable[[int], torch.Tensor],
+    reward_fn: Callable[[torch.Tensor], torch.Tensor],
+    loops: int,
+    n_samples: int,
+    beta: float,
+    beta_prime: float,
+    beta_d: float,
+    fit_steps: int,
+    lr: float,
+    hidden: int = 64,
+    on_loop: Callable[[int, Potential], None] | None = None,
+) -> list[Potential]:
+    """Run `loops` DA loops; returns the potentials f_0 = 0, f_1, ..., f_K (Alg. 1, reconstructed).
+
+    sample_ref(n) draws reference samples (the pretrained model in the paper).
+    """
+    if beta <= 0:
+        raise ValueError(f"beta (the KL weight) must be > 0, got {beta}")
+    dim = sample_ref(1).shape[1]
+    potentials = [Potential(dim, hidden)]
+    for k in range(loops):
+        prev = potentials[-1]
+        x = sample_ref(n_samples)
+        x_inner = sample_ref(n_samples)  # independent x' for the inner expectation of g
+        with torch.no_grad():
+            f_x, f_inner = prev(x), prev(x_inner)
+            g = first_variation_mc(kind, f_x, reward_fn(x), f_inner, reward_fn(x_inner), beta_d)
+            w, d_prev, d_new = da_weights(k, beta, beta_prime)
+            target = (d_prev * f_x + w * g) / d_new
+            target = target - target.mean()  # f is defined up to a constant
+        model = copy.deepcopy(prev).requires_grad_(True)
+        fit_potential(model, x, target, fit_steps, lr)
+        potentials.append(model.requires_grad_(False))
+        if on_loop is not None:
+            on_loop(k, model)
+    return potentials

@@ -1,0 +1,31 @@
+"""Shared fixtures: the quick preset shrunk until a run takes a few seconds."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from ddo.config import PRESETS
+
+torch.set_num_threads(1)
+
+# every size field of the quick preset, shrunk; also used as CLI flags by the README test
+TINY = {
+    "da_loops": 2, "n_ref": 256, "fit_steps": 20, "n_eval": 200, "sde_steps": 10, "mc_draws": 8,
+    "learned_samples": 20, "learned_sde_steps": 4, "inner_steps": 2, "dsm_steps": 20, "batch": 64,
+    "langevin_steps": 5, "ir_pool": 500, "grid_step": 0.4,
+}  # fmt: skip
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return dataclasses.replace(
+        PRESETS["quick"],
+        **TINY,
+        seeds=(0, 1),
+        out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "results"),
+        quiet=True,
+    )
