@@ -1,0 +1,106 @@
+"""STCH-Set and TCH-Set against closed forms, bounds, invariances and a library logsumexp."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+from scipy.special import logsumexp
+
+from stch_set import baselines
+from stch_set.scalarization import stch_set, sum_of_minimum, tch_set, worst_case
+
+
+def random_values(k: int, m: int, seed: int) -> torch.Tensor:
+    return torch.rand(k, m, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * 3
+
+
+@pytest.mark.parametrize(("k", "m", "mu"), [(1, 7, 0.1), (3, 20, 0.05), (5, 128, 0.3), (8, 9, 1.0)])
+def test_smoothing_bounds(k, m, mu):
+    values = random_values(k, m, seed=k * m)
+    tch, stch = float(tch_set(values)), float(stch_set(values, mu))
+    assert tch - mu * math.log(k) - 1e-12 <= stch <= tch + mu * math.log(m) + 1e-12
+
+
+def test_matches_scipy_logsumexp_with_preference_and_ideal():
+    values = random_values(4, 30, seed=1)
+    pref = torch.rand(30, dtype=torch.float64) + 0.1
+    ideal = torch.rand(30, dtype=torch.float64) * 0.1
+    mu, f = 0.2, values.numpy() - ideal.numpy()
+    inner = -mu * logsumexp(-f / mu, axis=0)
+    expected = mu * logsumexp(pref.numpy() * inner / mu)
+    assert float(stch_set(values, mu, pref, ideal)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_small_mu_gives_tch_set():
+    values = random_values(5, 40, seed=2)
+    assert float(stch_set(values, 1e-5)) == pytest.approx(float(tch_set(values)), abs=1e-4)
+    assert float(tch_set(values)) == worst_case(values)
+
+
+def test_single_solution_is_single_stch():
+    values = random_values(1, 25, seed=3)
+    pref = torch.rand(25, dtype=torch.float64)
+    single = baselines.stch_preference(values, pref[None], mu=0.1)
+    assert float(stch_set(values, 0.1, pref)) == pytest.approx(float(single), rel=1e-12)
+
+
+def test_permutation_invariance_over_solutions():
+    values = random_values(6, 50, seed=4)
+    perm = torch.randperm(6, generator=torch.Generator().manual_seed(0))
+    for fn in (lambda v: stch_set(v, 0.1), tch_set, sum_of_minimum):
+        assert float(fn(values[perm])) == pytest.approx(float(fn(values)), rel=1e-12)
+
+
+def test_every_solution_gets_gradient_only_under_stch_set():
+    values = random_values(5, 64, seed=5)
+    values[4] += 10.0  # solution 4 is the minimiser of no objective
+    grads = {}
+    for name, fn in {
+        "stch": lambda v: stch_set(v, 0.5),
+        "tch": tch_set,
+        "som": sum_of_minimum,
+    }.items():
+        v = values.clone().requires_grad_()
+        fn(v).backward()
+        grads[name] = v.grad.abs().sum(dim=1)
+    assert (grads["stch"] > 0).all()
+    assert grads["tch"][4] == 0 and grads["som"][4] == 0
+    assert (grads["tch"] > 0).sum() == 1  # the subgradient touches one solution
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mu": 0.0}, "mu must be a finite number > 0"),
+        ({"mu": -1.0}, "mu must be a finite number > 0"),
+        ({"mu": 0.1, "pref": -torch.ones(10)}, "preference weights must be >= 0"),
+        ({"mu": 0.1, "pref": torch.ones(9)}, "one weight per objective (m=10)"),
+        ({"mu": 0.1, "ideal": torch.zeros(3)}, "ideal point must have length m=10"),
+    ],
+)
+def test_bad_arguments_raise_clear_errors(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        stch_set(random_values(3, 10, seed=0), **kwargs)
+
+
+def test_bad_objective_matrices_raise_clear_errors():
+    with pytest.raises(ValueError, match="need K <= m"):
+        stch_set(random_values(11, 10, seed=0), 0.1)
+    nan = random_values(3, 10, seed=0)
+    nan[1, 2] = float("nan")
+    for fn in (lambda v: stch_set(v, 0.1), tch_set, sum_of_minimum):
+        with pytest.raises(ValueError, match="objectives returned NaN"):
+            fn(nan)
+    with pytest.raises(ValueError, match="preferences must be K x m"):
+        baselines.tch_preference(random_values(3, 10, 0), torch.ones(2, 10))
+
+
+def test_greedy_select_is_monotone_and_distinct():
+    values = random_values(30, 12, seed=6)
+    assert baselines.greedy_select(values, 1) == [int(values.amax(dim=1).argmin())]
+    worst = [worst_case(values[baselines.greedy_select(values, k)]) for k in range(1, 8)]
+    assert all(b <= a for a, b in itertools.pairwise(worst))
+    assert len(set(baselines.greedy_select(values, 7))) == 7
