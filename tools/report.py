@@ -26,7 +26,8 @@ def cell(value: object) -> str:
 
 
 def fmt_seconds(value: object) -> str:
-    return f"{value:.2f}" if isinstance(value, (int, float)) else "-"
+    """Three significant figures (timings span microseconds to minutes); '-' when absent."""
+    return f"{value:.3g}" if isinstance(value, (int, float)) else "-"
 
 
 def collect(root: Path, papers: dict) -> tuple[dict[str, dict], list[str]]:
@@ -67,11 +68,14 @@ def report_markdown(papers: dict, results: dict[str, dict], root: Path) -> str:
             "",
             "## Performance",
             "",
-            "| paper | id | what | ours (s) | peer | peer (s) | ratio |",
+            "| paper | id | what | ours (s) | peer | peer (s) | ours / peer |",
             "|---|---|---|---|---|---|---|",
         ]
         for slug, p in perf:
-            ratio = p.get("ratio")
+            ours, peer = p.get("ours_s"), p.get("peer_s")
+            # Recomputed here so that every row reads the same way (projects define "ratio" freely).
+            numeric = all(isinstance(v, (int, float)) for v in (ours, peer))
+            ratio = ours / peer if numeric and peer else None
             lines.append(
                 f"| {papers[slug]['method']} | `{cell(p['id'])}` | {cell(p['what'])} "
                 f"| {fmt_seconds(p.get('ours_s'))} | {cell(p.get('peer', '-'))} "

@@ -13,10 +13,10 @@ def test_report_rows_and_readme_tables(tree, capsys):
     report = (tree / "REPORT.md").read_text()
     assert "| M-good | `beats` | Ours < Base | 0.3 vs 1.0 | 0.5 vs 2.0 | yes |" in report
     assert "| M-good | `tiny` | gap < 0.1 | 0.05 | 0.5 | **no** |" in report
-    assert "| M-good | `speed` | solve | 1.00 | lib | 0.50 | 2.00 |" in report
+    assert "| M-good | `speed` | solve | 1 | lib | 0.5 | 2 |" in report
     assert "repos/good/results/figures/fig.png" in report
     readme = (tree / "README.md").read_text()
-    assert "| M-good | 1/2 | 12.50 | `tiny` |" in readme
+    assert "| M-good | 1/2 | 12.5 | `tiny` |" in readme
     assert "| M-later | [Paper later](https://x/later) | torch | not built yet |" in readme
     assert "1/2 claims hold" in capsys.readouterr().out
 

@@ -27,7 +27,8 @@ def test_help_lists_commands(capsys):
         (["train", "--steps", "0"], "steps must be >= 1"),
     ],
 )
-def test_misuse_exits_2_with_message(argv, message, capsys):
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
     assert main(argv) == 2
     assert message in capsys.readouterr().err
 
