@@ -1,0 +1,114 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`mcl-nf train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for data, initialisation and sampling."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Torch device (cpu, cuda, cuda:1, ...)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and the meta-learned initialisations."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    threads: int = 1
+    """CPU threads for torch (tiny tensors: one thread avoids contention on shared cores)."""
+    image_size: int = 32
+    """Side of the square RGB signals, in pixels."""
+    grid: int = 2
+    """Sub-tasks per side: the signal is cut into grid x grid blocks, one module each (t = grid^2)."""
+    image_folder: str = ""
+    """Folder of PNG/JPEG images to use instead of procedural ones (empty: procedural)."""
+    hidden: int = 64
+    """Hidden width of each module's SIREN (two hidden layers)."""
+    single_hidden: int = 128
+    """Hidden width of the single-MLP baselines (about the parameter count of all modules)."""
+    omega0: float = 30.0
+    """SIREN frequency omega_0 of the first layer."""
+    inner_steps: int = 3
+    """MAML inner-loop SGD steps S during meta-training."""
+    inner_lr: float = 1e-2
+    """Inner-loop and test-time SGD learning rate alpha."""
+    first_order: bool = False
+    """First-order MAML (no backpropagation through the inner loop)."""
+    meta_steps: int = 100
+    """Outer (meta) updates."""
+    meta_batch: int = 4
+    """Signals per meta update."""
+    meta_lr: float = 1e-4
+    """Adam learning rate eta of the meta update."""
+    n_test: int = 4
+    """Held-out signals fitted at test time."""
+    eval_steps: tuple[int, ...] = (1, 16, 128)
+    """Test-time SGD steps per sub-task at which whole-signal PSNR is measured."""
+    fim_lambda: float = 1.0
+    """Strength lambda of the Fisher-information weights (0 gives plain MSE)."""
+    sigma: float = 0.1
+    """Observation noise sigma of the Gaussian likelihood behind the Fisher weights."""
+    ewc_lambda: float = 100.0
+    """EWC penalty strength."""
+    replay_points: int = 64
+    """Experience replay: points kept from each finished sub-task."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(),
+    "full": Config(
+        name="full",
+        out="runs/full",
+        device="cuda",
+        image_size=64,
+        grid=4,
+        hidden=256,
+        single_hidden=512,
+        inner_steps=5,
+        meta_steps=20_000,
+        meta_batch=16,
+        meta_lr=3e-5,
+        n_test=100,
+        eval_steps=(1, 16, 128, 4096),
+    ),
+}
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    for field in ("inner_lr", "meta_lr", "omega0", "sigma"):
+        if getattr(cfg, field) <= 0:
+            raise ValueError(f"{field} must be > 0, got {getattr(cfg, field)}")
+    for field in (
+        "threads",
+        "grid",
+        "hidden",
+        "single_hidden",
+        "meta_steps",
+        "meta_batch",
+        "n_test",
+    ):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    if cfg.inner_steps < 0 or cfg.fim_lambda < 0 or cfg.ewc_lambda < 0 or cfg.replay_points < 0:
+        raise ValueError("inner_steps, fim_lambda, ewc_lambda and replay_points must be >= 0")
+    if cfg.image_size % cfg.grid:
+        raise ValueError(
+            f"image_size {cfg.image_size} does not split into grid={cfg.grid} equal blocks per side"
+        )
+    if not cfg.eval_steps or min(cfg.eval_steps) < 1:
+        raise ValueError(f"eval_steps must be positive step counts, got {cfg.eval_steps}")
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    return cfg

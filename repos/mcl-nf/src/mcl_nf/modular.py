@@ -1,0 +1,168 @@
+"""MCL-NF: modular SIREN fields, a MAML-learned shared initialisation, and the FIM loss.
+
+Every function works on *batched* functional parameters: a dict name -> tensor of shape
+(M, *param_shape), one slice per module (or per signal). `torch.func.vmap` runs the M fields
+together; since the M losses are summed, each slice's gradient is its own module's gradient, so
+modules never interact (no forgetting by construction: learning sub-task k only moves theta_k).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+Params = dict[str, torch.Tensor]
+
+
+class Siren(nn.Module):
+    """Coordinate MLP 2 -> hidden -> hidden -> 3 with sine activations (Sitzmann et al. 2020)."""
+
+    def __init__(self, hidden: int, omega0: float):
+        super().__init__()
+        self.omega0 = omega0
+        self.layers = nn.ModuleList(
+            [nn.Linear(2, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, 3)]
+        )
+        with torch.no_grad():
+            self.layers[0].weight.uniform_(-1 / 2, 1 / 2)
+            bound = math.sqrt(6 / hidden) / omega0
+            for layer in self.layers[1:]:
+                layer.weight.uniform_(-bound, bound)
+
+    def forward(self, coords: torch.Tensor) -> torch.Tensor:
+        h = torch.sin(self.omega0 * self.layers[0](coords))
+        h = torch.sin(self.omega0 * self.layers[1](h))
+        return self.layers[2](h) + 0.5  # signals live in [0, 1]
+
+
+def init_params(hidden: int, omega0: float, seed: int, device: str = "cpu") -> tuple[Siren, Params]:
+    """A template module (for functional calls) and its freshly initialised parameters."""
+    torch.manual_seed(seed)
+    module = Siren(hidden, omega0).to(device)
+    return module, {k: v.detach().clone() for k, v in module.named_parameters()}
+
+
+def broadcast(params: Params, copies: int) -> Params:
+    """theta_0 -> M copies (every module starts from the shared initialisation)."""
+    return {k: v.unsqueeze(0).expand(copies, *v.shape) for k, v in params.items()}
+
+
+def fields(module: Siren, params: Params, coords: torch.Tensor) -> torch.Tensor:
+    """Evaluate M fields at once: params (M, ...), coords (M, m, 2) -> (M, m, 3)."""
+    return vmap(lambda p, x: functional_call(module, p, (x,)))(params, coords)
+
+
+def point_losses(
+    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
+    """Squared error per sample l_j, averaged over colour channels: (M, m)."""
+    return ((fields(module, params, coords) - targets) ** 2).mean(-1)
+
+
+def per_sample_grads(
+    module: Siren, params: Params, coords: torch.Tensor, weights: torch.Tensor
+) -> Params:
+    """For every module and sample j: grad_theta sum_c weights_jc f_c(x_j), by vmap(grad).
+
+    params (M, ...), coords (M, m, 2), weights (M, m, 3) -> dict of (M, m, *param_shape)."""
+    params = {k: v.detach() for k, v in params.items()}
+
+    def weighted_output(p: Params, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        return (functional_call(module, p, (x[None],))[0] * w).sum()
+
+    return vmap(vmap(grad(weighted_output), in_dims=(None, 0, 0)))(params, coords, weights.detach())
+
+
+def fisher_trace(
+    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
+) -> torch.Tensor:
+    """Per-sample Fisher information trace I_j = ||s_j||^2 of the Gaussian score
+    s_j = sum_c (y_jc - f_c(x_j)) grad_theta f_c(x_j) / sigma^2: shape (M, m)."""
+    resid = targets - fields(module, {k: v.detach() for k, v in params.items()}, coords)
+    scores = per_sample_grads(module, params, coords, resid / sigma**2)
+    return sum(g.pow(2).flatten(2).sum(-1) for g in scores.values())
+
+
+def fim_weights(trace: torch.Tensor, lam: float) -> torch.Tensor:
+    """FIM loss weights w_j = 1 + lam * I_j / mean(I), renormalised to mean 1 per module and
+    detached (constants in the loss, so the model cannot lower the loss by moving the weights)."""
+    w = 1 + lam * trace / trace.mean(-1, keepdim=True).clamp_min(1e-30)
+    return (w / w.mean(-1, keepdim=True)).detach()
+
+
+def adapt(
+    module: Siren,
+    params: Params,
+    coords: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    lr: float,
+    create_graph: bool = False,
+    fim: tuple[float, float] | None = None,
+    extra_loss: Callable[[Params], torch.Tensor] | None = None,
+    on_step: Callable[[int, Params], None] | None = None,
+) -> Params:
+    """Inner loop: theta^(s+1) = theta^(s) - lr * grad (1/m) sum_j w_j l_j(theta^(s)), per module.
+
+    `create_graph=True` keeps the graph for second-order MAML; `fim=(lam, sigma)` switches on the
+    FIM-weighted loss; `extra_loss` adds a penalty (EWC, replay); `on_step(s, params)` is called
+    after step s (1-based) for evaluation at intermediate step counts.
+    """
+    if not create_graph:
+        params = {k: v.detach().clone().requires_grad_() for k, v in params.items()}
+    for step in range(1, steps + 1):
+        losses = point_losses(module, params, coords, targets)
+        if fim is not None and fim[0] > 0:
+            losses = losses * fim_weights(
+                fisher_trace(module, params, coords, targets, fim[1]), fim[0]
+            )
+        loss = losses.mean(-1).sum()
+        if extra_loss is not None:
+            loss = loss + extra_loss(params)
+        grads = torch.autograd.grad(loss, list(params.values()), create_graph=create_graph)
+        params = {k: v - lr * g for (k, v), g in zip(params.items(), grads)}
+        if not create_graph:
+            params = {k: v.detach().requires_grad_() for k, v in params.items()}
+        if on_step is not None:
+            on_step(step, params)
+    return params
+
+
+def maml_outer_loss(
+    module: Siren,
+    theta0: Params,
+    coords: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    lr: float,
+    first_order: bool,
+) -> torch.Tensor:
+    """MAML outer objective (1/t) sum_i (1/m) sum_j l(f_{theta_i'}(x_ij), y_ij), averaged over the
+    batch, where theta_i' is the inner loop's result for module i started from theta_0.
+
+    First order: the inner gradients are constants, so d theta_i' / d theta_0 = Id."""
+    params = broadcast(theta0, coords.shape[0])
+    adapted = adapt(module, params, coords, targets, steps, lr, create_graph=not first_order)
+    if first_order:
+        adapted = {k: params[k] + (v - params[k]).detach() for k, v in adapted.items()}
+    return point_losses(module, adapted, coords, targets).mean()
+
+
+def fisher_trace_loop(
+    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
+) -> torch.Tensor:
+    """Slow, obvious reference for `fisher_trace`: one autograd call per module and sample."""
+    trace = torch.zeros(coords.shape[:2])
+    for i in range(coords.shape[0]):
+        p = {k: v[i].detach().requires_grad_() for k, v in params.items()}
+        for j in range(coords.shape[1]):
+            out = functional_call(module, p, (coords[i, j][None],))[0]
+            score_dot = ((targets[i, j] - out).detach() * out).sum() / sigma**2
+            trace[i, j] = sum(
+                g.pow(2).sum() for g in torch.autograd.grad(score_dot, list(p.values()))
+            )
+    return trace

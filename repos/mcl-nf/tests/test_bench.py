@@ -1,0 +1,33 @@
+"""The benchmark writes a results file in the meta-repo schema with computed claims."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mcl_nf.bench import run_bench
+
+
+def test_bench_writes_schema_claims_and_figure(tiny):
+    doc = run_bench(tiny)
+    assert json.loads((Path(tiny.results_dir) / "quick.json").read_text()) == doc
+    for key in (
+        "paper",
+        "mode",
+        "created",
+        "environment",
+        "wall_seconds",
+        "seeds",
+        "metrics",
+        "claims",
+    ):
+        assert key in doc
+    assert len(doc["metrics"]) == 7
+    assert {c["id"] for c in doc["claims"]} == {
+        "step1-beats-best-cl",
+        "step2-beats-mol",
+        "no-forgetting",
+    }
+    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
+    assert {p["id"] for p in doc["performance"]} == {"meta-step", "fisher-trace"}
+    assert (Path(tiny.results_dir) / "figures" / "psnr_and_forgetting.png").exists()

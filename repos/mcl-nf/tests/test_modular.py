@@ -1,0 +1,157 @@
+"""The method's maths against closed forms, slow references and finite differences."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from torch import nn
+
+from mcl_nf import baselines, data, train
+from mcl_nf.modular import (
+    adapt,
+    broadcast,
+    fim_weights,
+    fisher_trace,
+    fisher_trace_loop,
+    init_params,
+    maml_outer_loss,
+    per_sample_grads,
+    point_losses,
+)
+
+
+def tiny_problem(hidden=6, n_modules=3, m=5, dtype=torch.float32):
+    module, params = init_params(hidden, 30.0, seed=0)
+    module = module.to(dtype)
+    params = {k: v.to(dtype) for k, v in params.items()}
+    g = torch.Generator().manual_seed(1)
+    coords = torch.rand(n_modules, m, 2, generator=g, dtype=dtype) * 2 - 1
+    targets = torch.rand(n_modules, m, 3, generator=g, dtype=dtype)
+    return module, params, coords, targets
+
+
+def test_partition_routes_every_pixel_to_exactly_one_module():
+    coords, index = data.partition(12, 3)
+    assert coords.shape == (9, 16, 2)
+    assert torch.equal(index.flatten().sort().values, torch.arange(144))
+    for k in range(9):  # each module owns one contiguous block
+        assert coords[k, :, 0].max() - coords[k, :, 0].min() < 2 / 3
+
+
+def test_one_inner_step_is_a_hand_computed_sgd_step():
+    module, params, coords, targets = tiny_problem()
+    stepped = adapt(module, broadcast(params, 3), coords, targets, steps=1, lr=0.05)
+    for i in range(3):
+        p = {k: v.clone().requires_grad_() for k, v in params.items()}
+        loss = ((torch.func.functional_call(module, p, (coords[i],)) - targets[i]) ** 2).mean()
+        grads = torch.autograd.grad(loss, list(p.values()))
+        for (k, v), gr in zip(p.items(), grads):
+            torch.testing.assert_close(stepped[k][i], v - 0.05 * gr)
+
+
+def test_meta_gradient_matches_finite_differences():
+    module, params, coords, targets = tiny_problem(hidden=4, dtype=torch.float64)
+    theta = {k: v.clone().requires_grad_() for k, v in params.items()}
+    loss = maml_outer_loss(module, theta, coords, targets, steps=2, lr=0.02, first_order=False)
+    grads = torch.autograd.grad(loss, list(theta.values()))
+    direction = {
+        k: torch.randn_like(v, generator=torch.Generator().manual_seed(3))
+        for k, v in params.items()
+    }
+    h = 1e-6
+
+    def outer(sign: float) -> float:
+        shifted = {k: (v + sign * h * direction[k]).requires_grad_() for k, v in params.items()}
+        return float(maml_outer_loss(module, shifted, coords, targets, 2, 0.02, False))
+
+    numeric = (outer(1) - outer(-1)) / (2 * h)
+    analytic = sum(float((g * direction[k]).sum()) for k, g in zip(params, grads))
+    assert abs(numeric - analytic) < 1e-5 * max(1.0, abs(analytic))
+
+
+def test_first_and_second_order_agree_at_zero_inner_lr():
+    module, params, coords, targets = tiny_problem()
+    out = []
+    for first_order in (True, False):
+        theta = {k: v.clone().requires_grad_() for k, v in params.items()}
+        loss = maml_outer_loss(module, theta, coords, targets, 2, 0.0, first_order)
+        out.append(torch.autograd.grad(loss, list(theta.values())))
+    for a, b in zip(*out):
+        torch.testing.assert_close(a, b)
+
+
+def test_fisher_trace_of_a_linear_field_is_closed_form():
+    linear = nn.Linear(2, 3, bias=False)
+    params = {"weight": torch.randn(1, 3, 2)}
+    coords = torch.randn(1, 7, 2)
+    targets = torch.randn(1, 7, 3)
+    sigma = 0.3
+    resid = targets[0] - torch.einsum("cd,md->mc", params["weight"][0], coords[0])
+    expected = resid.pow(2).sum(-1) * coords[0].pow(2).sum(-1) / sigma**4
+    torch.testing.assert_close(fisher_trace(linear, params, coords, targets, sigma)[0], expected)
+
+
+def test_vmapped_fisher_equals_loop_reference():
+    module, params, coords, targets = tiny_problem()
+    batched = broadcast(params, 3)
+    fast = fisher_trace(module, batched, coords, targets, 0.1)
+    slow = fisher_trace_loop(module, batched, coords, targets, 0.1)
+    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
+
+
+def test_lambda_zero_gives_mse_and_weights_carry_no_gradient():
+    trace = torch.rand(2, 5, requires_grad=True)
+    assert torch.equal(fim_weights(trace, 0.0), torch.ones(2, 5))
+    w = fim_weights(trace, 2.0)
+    assert not w.requires_grad
+    torch.testing.assert_close(w.mean(-1), torch.ones(2))
+    assert torch.argmax(w[0]) == torch.argmax(trace[0])
+    module, params, coords, targets = tiny_problem()
+    plain = adapt(module, broadcast(params, 3), coords, targets, 2, 0.05)
+    fim0 = adapt(module, broadcast(params, 3), coords, targets, 2, 0.05, fim=(0.0, 0.1))
+    for k, value in plain.items():
+        assert torch.equal(value, fim0[k])
+
+
+def test_ewc_fisher_equals_per_point_autograd():
+    module, params, coords, targets = tiny_problem()
+    batched = broadcast(params, 3)
+    fast = baselines.diagonal_fisher(module, batched, coords, targets)
+    p = {k: v[0].clone().requires_grad_() for k, v in batched.items()}
+    slow = {k: torch.zeros_like(v) for k, v in p.items()}
+    for j in range(coords.shape[1]):
+        loss = (
+            (torch.func.functional_call(module, p, (coords[0, j : j + 1],)) - targets[0, j]) ** 2
+        ).mean()
+        for (k, _), g in zip(p.items(), torch.autograd.grad(loss, list(p.values()))):
+            slow[k] += g.pow(2) / coords.shape[1]
+    for k, expected in slow.items():
+        torch.testing.assert_close(fast[k][0], expected, rtol=1e-4, atol=1e-8)
+
+
+def test_psnr_of_known_mse():
+    assert data.psnr(0.01) == pytest.approx(20.0)
+    assert data.psnr(torch.tensor(1e-4)) == pytest.approx(40.0)
+
+
+def test_modules_do_not_forget_and_naive_fine_tuning_moves_sub_task_one(tiny):
+    cfg = dataclasses.replace(tiny, eval_steps=(1, 8))
+    coords, index = data.partition(cfg.image_size, cfg.grid)
+    images = train.signals(cfg, "test", cfg.n_test)
+    targets = train.split_targets(images, index)
+    module, theta0 = init_params(cfg.hidden, cfg.omega0, 0)
+    ours = train.evaluate_modular(cfg, module, theta0, coords, targets, images, index, None)
+    assert ours["forgetting_q1_db"] == 0.0
+    single, init = init_params(cfg.single_hidden, cfg.omega0, 0)
+    _, first = baselines.fit_single(single, init, coords, targets, 8, cfg.inner_lr, "naive")
+    final, _ = baselines.fit_single(single, init, coords, targets, 8, cfg.inner_lr, "naive")
+    x0 = coords[0].expand(cfg.n_test, -1, -1)
+    assert not torch.allclose(point_losses(single, final, x0, targets[:, 0]).mean(-1), first)
+
+
+def test_per_sample_grads_shapes():
+    module, params, coords, targets = tiny_problem()
+    grads = per_sample_grads(module, broadcast(params, 3), coords, targets)
+    assert {k: tuple(v.shape[:2]) for k, v in grads.items()} == {k: (3, 5) for k in params}
