@@ -1,0 +1,211 @@
+"""FLoRA adapters: a Tucker-form weight update that keeps the weight's own N-D layout.
+
+For a frozen weight W0 of shape (d_1, ..., d_N) (Linear: (out, in); ConvNd: (out, in/groups, k_1, ...))
+the update is the Tucker product of the paper (Sec. 3, "low-rank core space"):
+
+    dW = s * G x_1 A1 x_2 A2 ... x_N AN,   G in R^{r_1 x ... x r_N},  An in R^{d_n x r_n}
+
+and the layer computes y = layer(x; W0) + layer(dropout(x); dW). For N = 2 this is dW = s * A1 G A2^T.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+SUPPORTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+RankSpec = Sequence[int] | Callable[[tuple[int, ...]], Sequence[int]]
+
+
+def tucker_delta(core: torch.Tensor, factors: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
+    """dW = s * G x_1 A1 ... x_N AN (the paper's Tucker update).
+
+    Each tensordot contracts the core's current leading rank mode with the next factor and appends
+    that factor's size d_n as the last mode, so after N steps the modes are (d_1, ..., d_N): the
+    weight's own layout, with no final transpose to forget.
+    """
+    w = core
+    for a in factors:
+        w = torch.tensordot(w, a, dims=([0], [1]))
+    return scale * w
+
+
+def flora_param_count(shape: Sequence[int], ranks: Sequence[int]) -> int:
+    """Trainable parameters of one FLoRA adapter: prod(r_n) + sum(d_n * r_n)."""
+    return math.prod(ranks) + sum(d * r for d, r in zip(shape, ranks, strict=True))
+
+
+def check_ranks(shape: Sequence[int], ranks: Sequence[int]) -> tuple[int, ...]:
+    """Return ranks as a tuple, or raise ValueError naming the bad rank and the weight's shape."""
+    ranks = tuple(int(r) for r in ranks)
+    if len(ranks) != len(shape):
+        raise ValueError(
+            f"ranks {ranks} have {len(ranks)} entries, but the weight {tuple(shape)} has "
+            f"{len(shape)} modes: give one rank per mode (out, in/groups, kernel...)"
+        )
+    for n, (d, r) in enumerate(zip(shape, ranks)):
+        if not 1 <= r <= d:
+            raise ValueError(
+                f"rank {r} for mode {n} of weight {tuple(shape)} must lie in [1, {d}] (the mode's size)"
+            )
+    return ranks
+
+
+def lora_param_count(shape: Sequence[int], rank: int) -> int:
+    """peft LoRA on a Linear/ConvNd (LoCon form): A maps in*k... -> r, B maps r -> out."""
+    return rank * (math.prod(shape[1:]) + shape[0])
+
+
+def ranks_within_lora_budget(lora_rank: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """A rank rule for whole models: full rank on kernel modes, and the largest channel rank r
+    (clipped to each mode's size, so a depthwise conv gets 1 on its in/groups mode) whose FLoRA
+    parameter count stays within what LoRA of rank `lora_rank` spends on the same weight."""
+
+    def rule(shape: tuple[int, ...]) -> tuple[int, ...]:
+        budget, best = lora_param_count(shape, lora_rank), None
+        for r in range(1, max(shape[0], shape[1]) + 1):
+            ranks = (min(r, shape[0]), min(r, shape[1]), *shape[2:])
+            if best is None or flora_param_count(shape, ranks) <= budget:
+                best = ranks
+        return best
+
+    return rule
+
+
+class FLoRA(nn.Module):
+    """A Linear/Conv1d/Conv2d/Conv3d with a frozen base weight and a trainable Tucker update."""
+
+    def __init__(
+        self, base: nn.Module, ranks: Sequence[int], scale: float = 1.0, dropout: float = 0.0
+    ):
+        super().__init__()
+        if not isinstance(base, SUPPORTED):
+            names = ", ".join(c.__name__ for c in SUPPORTED)
+            raise TypeError(f"FLoRA supports {names}; got {type(base).__name__}")
+        shape = tuple(base.weight.shape)  # grouped conv: (out, in/groups, k...), as conv uses it
+        self.ranks = check_ranks(shape, ranks)
+        self.scale = float(scale)
+        self.base = base.requires_grad_(False)
+        self.core = nn.Parameter(torch.zeros(self.ranks, dtype=base.weight.dtype))
+        self.factors = nn.ParameterList(
+            nn.Parameter(torch.empty(d, r, dtype=base.weight.dtype))
+            for d, r in zip(shape, self.ranks)
+        )
+        for a in self.factors:  # official conv code: Kaiming-normal factors (a = sqrt 3), zero core
+            nn.init.kaiming_normal_(a, a=math.sqrt(3))
+        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.merged = False
+
+    def delta_weight(self) -> torch.Tensor:
+        return tucker_delta(self.core, list(self.factors), self.scale)
+
+    def apply_weight(
+        self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """The base layer's operation (stride, padding, dilation, groups) with another weight."""
+        if isinstance(self.base, nn.Linear):
+            return F.linear(x, weight, bias)
+        return self.base._conv_forward(x, weight, bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.merged:
+            return self.base(x)
+        if isinstance(self.dropout, nn.Identity):
+            # layer(x; W0) + layer(x; dW) = layer(x; W0 + dW): one conv instead of two, same gradients.
+            return self.apply_weight(x, self.base.weight + self.delta_weight(), self.base.bias)
+        return self.base(x) + self.apply_weight(self.dropout(x), self.delta_weight())
+
+    @torch.no_grad()
+    def merge(self) -> None:
+        """W0 <- W0 + dW, so inference costs what the base layer costs."""
+        if not self.merged:
+            self.base.weight += self.delta_weight()
+            self.merged = True
+
+    @torch.no_grad()
+    def unmerge(self) -> None:
+        if self.merged:
+            self.base.weight -= self.delta_weight()
+            self.merged = False
+
+
+def apply_flora(
+    model: nn.Module, pattern: str, ranks: RankSpec, scale: float = 1.0, dropout: float = 0.0
+) -> list[str]:
+    """Freeze `model` and replace every module whose qualified name fully matches the regex
+    `pattern` by a FLoRA wrapper. `ranks` is one rank per weight mode, or a rule shape -> ranks.
+    Returns the wrapped names; raises ValueError when nothing matches."""
+    regex = re.compile(pattern)
+    names = [n for n, _ in model.named_modules() if n and regex.fullmatch(n)]
+    if not names:
+        raise ValueError(f"pattern {pattern!r} matches no module of {type(model).__name__}")
+    model.requires_grad_(False)
+    for name in names:
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name)
+        base = getattr(parent, child)
+        if not isinstance(base, SUPPORTED):
+            supported = ", ".join(c.__name__ for c in SUPPORTED)
+            raise TypeError(
+                f"module {name!r} is a {type(base).__name__}; FLoRA supports {supported}"
+            )
+        r = ranks(tuple(base.weight.shape)) if callable(ranks) else ranks
+        try:
+            setattr(parent, child, FLoRA(base, r, scale, dropout))
+        except ValueError as exc:
+            raise ValueError(f"module {name!r}: {exc}") from None
+    return names
+
+
+def flora_modules(model: nn.Module) -> dict[str, FLoRA]:
+    return {n: m for n, m in model.named_modules() if isinstance(m, FLoRA)}
+
+
+def set_merged(model: nn.Module, merged: bool) -> None:
+    for m in flora_modules(model).values():
+        m.merge() if merged else m.unmerge()
+
+
+def adapter_state_dict(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Only the adapter tensors (cores and factors), keyed by their qualified names."""
+    return {
+        f"{name}.{k}": v.detach().contiguous()
+        for name, m in flora_modules(model).items()
+        for k, v in m.named_parameters()
+        if not k.startswith("base.")
+    }
+
+
+def save_adapters(model: nn.Module, path: str | Path) -> None:
+    """Write the adapter weights (not the base model) to a safetensors file, atomically."""
+    if any(m.merged for m in flora_modules(model).values()):
+        raise ValueError("unmerge the adapters before saving them: merged updates live in the base")
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    save_file(adapter_state_dict(model), str(tmp))
+    tmp.replace(path)
+
+
+@torch.no_grad()
+def load_adapters(model: nn.Module, path: str | Path) -> None:
+    """Load adapter weights into a model already wrapped with the same pattern and ranks."""
+    saved, own = load_file(str(path)), adapter_state_dict(model)
+    if saved.keys() != own.keys():
+        missing, extra = sorted(own.keys() - saved.keys()), sorted(saved.keys() - own.keys())
+        raise ValueError(
+            f"adapter file {path} does not fit the model: missing {missing}, extra {extra}"
+        )
+    params = dict(model.named_parameters())
+    for k, v in saved.items():
+        if params[k].shape != v.shape:
+            raise ValueError(
+                f"{k}: saved shape {tuple(v.shape)} != model's {tuple(params[k].shape)}"
+            )
+        params[k].copy_(v)

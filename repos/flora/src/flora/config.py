@@ -1,0 +1,146 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`flora train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+METHODS = ("flora", "lora", "loha", "lokr", "full", "linear_probe", "bitfit")
+STRUCTURE_METHODS = ("flora", "lora", "loha", "lokr")
+BACKBONES = ("cnn", "mlp", "convnext")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for data, initialisation and sampling."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Torch device (cpu, cuda, cuda:1, ...)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and the adapter weights."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    threads: int = 1
+    """CPU threads for torch (these small models run fastest, and share a machine best, on one)."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    task: str = "transfer"
+    """What `train` runs: structure (fit a synthetic Conv2d update) or transfer (fine-tune)."""
+    method: str = "flora"
+    """What `train` fits: flora, lora, loha, lokr, full, linear_probe or bitfit."""
+    struct_channels: int = 64
+    """Structure task: in = out channels of the Conv2d whose update is fitted."""
+    struct_kernel: int = 3
+    """Structure task: kernel size of that Conv2d."""
+    teacher_tucker_ranks: tuple[int, ...] = (8, 8, 3, 3)
+    """Structure task: Tucker ranks (out, in, k, k) of the Tucker-structured target."""
+    teacher_matrix_rank: int = 8
+    """Structure task: matrix rank of the control target after reshaping to (out, in*k*k)."""
+    struct_levels: tuple[int, ...] = (4, 8)
+    """Structure task: ranks swept; FLoRA uses (r, r, k, k), the peft methods rank r."""
+    struct_steps: int = 300
+    """Structure task: Adam steps per fit (cosine schedule)."""
+    struct_batch: int = 64
+    """Structure task: random k x k input patches per step."""
+    struct_lr: float = 2e-2
+    """Structure task: Adam learning rate."""
+    struct_tol: float = 0.05
+    """Structure task: relative error ||dW - dW*|| / ||dW*|| that counts as recovered."""
+    backbones: tuple[str, ...] = ("cnn", "mlp")
+    """Transfer task: backbones to adapt (cnn, mlp, convnext)."""
+    image_size: int = 8
+    """Transfer task: digits are resized to this side length (the CNN and MLP use 8)."""
+    pretrain_epochs: int = 15
+    """Transfer task: epochs of pretraining on digits 0-4."""
+    epochs: int = 12
+    """Transfer task: fine-tuning epochs."""
+    batch_size: int = 32
+    """Transfer task: minibatch size."""
+    lr: float = 3e-3
+    """Transfer task: Adam learning rate (all methods)."""
+    lora_rank: int = 4
+    """Transfer task: peft LoRA/LoHa/LoKr rank; FLoRA gets the largest ranks within LoRA's budget."""
+    lora_alpha: float = 8.0
+    """peft lora_alpha/alpha for LoRA, LoHa and LoKr (peft's default)."""
+    flora_scale: float = 4.0
+    """FLoRA scale s (4.0 in the official ConvNeXt example)."""
+    flora_dropout: float = 0.0
+    """FLoRA dropout on the adapter branch's input."""
+    convnext_depths: tuple[int, ...] = (3, 3, 9, 3)
+    """ConvNeXt blocks per stage (ConvNeXt-T), when built from a config."""
+    convnext_dims: tuple[int, ...] = (96, 192, 384, 768)
+    """ConvNeXt channels per stage (ConvNeXt-T), when built from a config."""
+    checkpoint: str = ""
+    """Local transformers ConvNeXt checkpoint folder; empty: pretrain from scratch on digits 0-4."""
+    data_dir: str = ""
+    """Image folder (root/<class>/*.png) to adapt to; empty: the digits shift and rotated tasks."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(),
+    "full": Config(
+        name="full",
+        out="runs/full",
+        device="cuda",
+        seeds=(0, 1, 2, 3, 4),
+        struct_channels=256,
+        teacher_tucker_ranks=(16, 16, 3, 3),
+        teacher_matrix_rank=16,
+        struct_levels=(4, 8, 12, 16, 24, 32),
+        struct_steps=3000,
+        struct_batch=512,
+        backbones=("convnext", "cnn", "mlp"),
+        image_size=32,
+        pretrain_epochs=60,
+        epochs=40,
+        batch_size=64,
+        lora_rank=8,
+        threads=8,
+    ),
+}
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if cfg.task not in ("structure", "transfer"):
+        raise ValueError(f"task must be structure or transfer, got {cfg.task!r}")
+    allowed = STRUCTURE_METHODS if cfg.task == "structure" else METHODS
+    if cfg.method not in allowed:
+        raise ValueError(f"method for task {cfg.task} must be one of {allowed}, got {cfg.method!r}")
+    if bad := [b for b in cfg.backbones if b not in BACKBONES]:
+        raise ValueError(f"backbones must come from {BACKBONES}, got {bad}")
+    for field in (
+        "threads",
+        "struct_steps",
+        "struct_batch",
+        "epochs",
+        "batch_size",
+        "lora_rank",
+        "image_size",
+    ):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    if cfg.pretrain_epochs < 0:
+        raise ValueError(f"pretrain_epochs must be >= 0, got {cfg.pretrain_epochs}")
+    if cfg.lr <= 0 or cfg.struct_lr <= 0:
+        raise ValueError(f"lr and struct_lr must be > 0, got {cfg.lr} and {cfg.struct_lr}")
+    if not 0 <= cfg.flora_dropout < 1:
+        raise ValueError(f"flora_dropout must lie in [0, 1), got {cfg.flora_dropout}")
+    if len(cfg.teacher_tucker_ranks) != 4:
+        raise ValueError(
+            f"teacher_tucker_ranks needs 4 ranks (out, in, k, k), got {cfg.teacher_tucker_ranks}"
+        )
+    if not cfg.seeds or not cfg.struct_levels:
+        raise ValueError("seeds and struct_levels must name at least one value each")
+    if cfg.struct_channels < max(cfg.struct_levels):
+        raise ValueError(
+            f"struct_levels {cfg.struct_levels} exceed struct_channels {cfg.struct_channels}"
+        )
+    return cfg

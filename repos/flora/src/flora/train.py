@@ -1,0 +1,180 @@
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
+
+structure: fit a synthetic update of one Conv2d by MSE on random inputs (relative error vs rank).
+transfer: pretrain a backbone on digits 0-4, adapt it to new tasks, report test accuracy (%).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import sys
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from . import data, models
+from .adapter import apply_flora, flora_modules, save_adapters, set_merged
+from .baselines import peft_wrap, prepare, trainable_count
+from .config import Config, validate
+from .results import atomic_write_json
+
+_PRETRAINED: dict[tuple, dict[str, torch.Tensor]] = {}
+
+
+def _bar(iterable, cfg: Config, desc: str):
+    return tqdm(iterable, desc=desc, leave=False, disable=cfg.quiet or not sys.stderr.isatty())
+
+
+def structure_fit(cfg: Config, method: str, target: torch.Tensor, level: int) -> tuple[float, int]:
+    """Fit dW* of a Conv2d(c, c, k) with `method` at rank `level`; return (relative error, params)."""
+    c, k = cfg.struct_channels, cfg.struct_kernel
+    torch.manual_seed(cfg.seed)
+    holder = nn.Sequential(OrderedDict(conv=nn.Conv2d(c, c, k))).to(cfg.device)
+    teacher_w = holder.conv.weight.detach() + target
+    bias = holder.conv.bias.detach()
+    if method == "flora":
+        apply_flora(holder, "conv", (level, level, k, k), scale=1.0)
+        delta = holder.conv.delta_weight
+    else:  # alpha = r makes peft's scale 1, like FLoRA's here
+        holder = peft_wrap(holder, method, "conv", level, float(level), head=None)
+        layer = holder.base_model.model.conv
+        delta = lambda: layer.get_delta_weight("default")
+    params = [p for p in holder.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=cfg.struct_lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.struct_steps)
+    g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
+    for _ in _bar(range(cfg.struct_steps), cfg, f"{method} r={level}"):
+        # k x k patches make the conv's output 1 x 1: the MSE is then ||(dW - dW*) x||^2.
+        x = torch.randn(cfg.struct_batch, c, k, k, generator=g, device=cfg.device)
+        loss = F.mse_loss(holder(x), F.conv2d(x, teacher_w, bias))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    with torch.no_grad():
+        err = float((delta() - target).norm() / target.norm())
+    return err, sum(p.numel() for p in params)
+
+
+def run_structure(cfg: Config) -> dict[str, float]:
+    c, k = cfg.struct_channels, cfg.struct_kernel
+    shape = (c, c, k, k)
+    targets = {
+        "tucker": data.tucker_target(shape, cfg.teacher_tucker_ranks, cfg.seed),
+        "matrix": data.matrix_rank_target(shape, cfg.teacher_matrix_rank, cfg.seed),
+    }
+    metrics = {}
+    for name, target in targets.items():
+        for level in cfg.struct_levels:
+            err, n = structure_fit(cfg, cfg.method, target.to(cfg.device), level)
+            metrics[f"{name}_relerr_r{level}"] = err
+            metrics[f"{name}_params_r{level}"] = float(n)
+    return metrics
+
+
+def build_backbone(backbone: str, cfg: Config, n_classes: int = 5) -> nn.Module:
+    if backbone == "cnn":
+        return models.SmallCNN(n_classes)
+    if backbone == "mlp":
+        return models.MLP(n_classes, in_features=cfg.image_size**2)
+    return models.ConvNeXt(n_classes, cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint)
+
+
+def fit_classifier(model: nn.Module, task: dict, epochs: int, cfg: Config, desc: str) -> float:
+    """Adam on the trainable parameters; returns test accuracy in % (FLoRA evaluated merged)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=cfg.lr) if params else None
+    x, y = task["x_train"].to(cfg.device), task["y_train"].to(cfg.device)
+    g = torch.Generator().manual_seed(cfg.seed)
+    bar = _bar(range(epochs), cfg, desc)
+    for _ in bar:
+        model.train()
+        for idx in torch.randperm(len(y), generator=g).split(cfg.batch_size):
+            loss = F.cross_entropy(model(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+    return accuracy(model, task["x_test"].to(cfg.device), task["y_test"].to(cfg.device))
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
+    model.eval()
+    set_merged(model, True)
+    correct = sum(
+        int((model(xb).argmax(1) == yb).sum()) for xb, yb in zip(x.split(256), y.split(256))
+    )
+    set_merged(model, False)
+    return 100.0 * correct / len(y)
+
+
+def pretrained(backbone: str, cfg: Config, tasks: dict) -> dict[str, torch.Tensor]:
+    """Weights after pretraining on digits 0-4 (cached per process: every method starts from them)."""
+    key = (backbone, cfg.seed, cfg.image_size, cfg.pretrain_epochs, cfg.batch_size, cfg.lr,
+           cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint, cfg.device)  # fmt: skip
+    if key not in _PRETRAINED:
+        torch.manual_seed(cfg.seed)
+        model = build_backbone(backbone, cfg).to(cfg.device)
+        if not (backbone == "convnext" and cfg.checkpoint):
+            fit_classifier(
+                model, tasks["pretrain"], cfg.pretrain_epochs, cfg, f"pretrain {backbone}"
+            )
+        _PRETRAINED[key] = copy.deepcopy(model.state_dict())
+    return _PRETRAINED[key]
+
+
+def run_transfer(cfg: Config, workdir: Path) -> dict[str, float]:
+    metrics = {}
+    for backbone in cfg.backbones:
+        channels = 3 if backbone == "convnext" else 1
+        tasks = data.digits_tasks(cfg.seed, cfg.image_size, channels)
+        state = pretrained(backbone, cfg, tasks)
+        targets = {"shift": tasks["shift"], "rotated": tasks["rotated"]}
+        if cfg.data_dir:
+            targets = {"folder": data.folder_task(cfg.data_dir, cfg.image_size, cfg.seed)}
+        for name, task in targets.items():
+            model = build_backbone(backbone, cfg).to(cfg.device)
+            model.load_state_dict(state)
+            n_classes = int(task["y_train"].max()) + 1
+            if name != "rotated":  # a new label space gets a new head
+                models.reset_head(model, n_classes, cfg.seed)
+                model.to(cfg.device)
+            model = prepare(cfg.method, model, models.ADAPTED[backbone], models.HEAD[backbone],
+                            cfg.lora_rank, cfg.lora_alpha, cfg.flora_scale, cfg.flora_dropout)  # fmt: skip
+            torch.manual_seed(cfg.seed)
+            acc = fit_classifier(model, task, cfg.epochs, cfg, f"{cfg.method} {backbone} {name}")
+            metrics[f"{backbone}_{name}_acc"] = acc
+            metrics[f"{backbone}_trainable"] = float(trainable_count(model))
+            if flora_modules(model):
+                save_adapters(model, workdir / f"{backbone}_{name}.safetensors")
+    return metrics
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Run cfg.method on cfg.task for cfg.seed and return its metrics; writes workdir/config.json first."""
+    validate(cfg)
+    torch.set_num_threads(cfg.threads)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    if cfg.task == "structure":
+        metrics = run_structure(cfg)
+    else:
+        metrics = run_transfer(cfg, workdir)
+    atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def evaluate(workdir: str | Path) -> dict[str, float]:
+    """Read back the metrics a previous `train` wrote into workdir."""
+    path = Path(workdir) / "metrics.json"
+    if not path.exists():
+        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+    return json.loads(path.read_text())
