@@ -1,0 +1,139 @@
+"""DeGEM's pieces against closed forms, invariants and slow references; GNNSafe's propagation."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+from degem import baselines, data
+from degem.config import PRESETS
+from degem.degem import (
+    DeGEM,
+    energy_readout,
+    hop_features,
+    normalized_adjacency,
+    sgld,
+)
+
+CFG = dataclasses.replace(PRESETS["quick"], hidden=16, energy_hidden=8, mcmc_steps=5)
+
+
+def small_graph(seed: int = 0, n: int = 60) -> data.Graph:
+    return data.csbm(n, 3, 6, 1.5, 5.0, 0.3, "random", seed=seed)
+
+
+def dense_adj(edge_index: torch.Tensor, n: int) -> torch.Tensor:
+    a = torch.zeros(n, n)
+    a[edge_index[0], edge_index[1]] = 1.0
+    return a
+
+
+def test_hop_features_equal_explicit_matrix_powers():
+    g = small_graph()
+    a = dense_adj(g.edge_index, g.n)
+    d = a.sum(1)
+    a_hat = a / torch.sqrt(d[:, None] * d[None, :]).clamp(min=1e-12)
+    op = 0.5 * torch.eye(g.n, dtype=torch.float64) + a_hat.double()
+    hops = hop_features(g.x, normalized_adjacency(g.edge_index, g.n), 5, 0.5)
+    for k in range(6):
+        ref = torch.linalg.matrix_power(op, k) @ g.x.double()
+        assert torch.allclose(hops[k].double(), ref, atol=1e-4), k
+
+
+def test_isolated_nodes_give_no_nan():
+    g = small_graph()
+    keep = (g.edge_index < 50).all(0)  # nodes 50..59 lose every edge
+    g = data.Graph(g.x, g.edge_index[:, keep], g.y)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    hops = hop_features(g.x, adj, 5, 0.5)
+    assert torch.isfinite(hops).all()
+    assert torch.allclose(hops[3, 55], 0.5**3 * g.x[55])  # isolated: only the beta self-term
+    torch.manual_seed(0)
+    model = DeGEM(g.x.shape[1], 3, CFG)
+    model.loss(hops, g.x, adj, torch.arange(20), g.y)["loss"].backward()
+    score, logits = model.score_and_logits(hops)
+    assert torch.isfinite(score).all() and torch.isfinite(logits).all()
+    assert torch.isfinite(baselines.propagate_energy(score, g.edge_index, 2, 0.5)).all()
+
+
+def test_energy_readout_gamma_zero_is_mean_and_gamma_one_is_weighted_sum():
+    z, p = torch.randn(7, 4), torch.softmax(torch.randn(7), 0)
+    assert torch.allclose(energy_readout(z, p, 0.0), z.mean(0))
+    assert torch.allclose(energy_readout(z, p, 1.0), sum(p[i] * z[i] for i in range(7)))
+    assert torch.allclose(energy_readout(z, None, 1.0), z.mean(0))
+
+
+def test_sgld_on_quadratic_energy_keeps_stationary_variance():
+    # E = |z|^2 / 2: z <- (1 - eps) z + s xi has stationary variance s^2 / (eps (2 - eps)).
+    torch.manual_seed(0)
+    eps, s = 0.1, 0.2
+    z = sgld(lambda u: 0.5 * u.pow(2).sum(-1), torch.zeros(20000, 2), 100, eps, s)
+    expected = s**2 / (eps * (2 - eps))
+    assert abs(float(z.var()) / expected - 1) < 0.05
+    assert abs(float(z.mean())) < 0.02
+
+
+def test_training_lowers_data_energy_against_sgld_samples():
+    torch.manual_seed(0)
+    g = small_graph(n=150)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
+    train = torch.arange(30)
+    model = DeGEM(g.x.shape[1], 3, CFG)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def gap() -> float:  # E(fresh uniform samples) - E(training embeddings), eval mode
+        model.eval()
+        with torch.no_grad():
+            z = model.encoder(hops)[train]
+            e_data = model.head(z, model.c).mean()
+            e_rand = model.head(2 * torch.rand(200, CFG.hidden) - 1, model.c).mean()
+        model.train()
+        return float(e_rand - e_data)
+
+    model.loss(hops, g.x, adj, train, g.y)  # sets the readout c
+    before = gap()
+    for _ in range(40):
+        opt.zero_grad()
+        model.loss(hops, g.x, adj, train, g.y)["loss"].backward()
+        opt.step()
+    after = gap()
+    assert after > 0 and after > before + 0.1, (before, after)
+
+
+def test_embeddings_and_scores_are_permutation_equivariant():
+    g = small_graph()
+    perm = torch.randperm(g.n, generator=torch.Generator().manual_seed(1))
+    inv = torch.argsort(perm)
+    g_perm = data.Graph(g.x[perm], inv[g.edge_index], g.y[perm])
+    torch.manual_seed(0)
+    model = DeGEM(g.x.shape[1], 3, CFG)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    model.loss(hop_features(g.x, adj, CFG.hops, CFG.beta), g.x, adj, torch.arange(20), g.y)
+    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
+    hops_p = hop_features(g_perm.x, normalized_adjacency(g_perm.edge_index, g.n), CFG.hops, 0.5)
+    score, logits = model.score_and_logits(hops)
+    score_p, logits_p = model.score_and_logits(hops_p)
+    assert torch.allclose(score_p, score[perm], atol=1e-5)
+    assert torch.allclose(logits_p, logits[perm], atol=1e-5)
+
+
+def test_gnnsafe_propagation_keeps_constants_and_matches_loop():
+    g = small_graph()
+    assert int(torch.bincount(g.edge_index[0], minlength=g.n).min()) > 0
+    const = torch.full((g.n,), 3.7)
+    assert torch.allclose(baselines.propagate_energy(const, g.edge_index, 2, 0.5), const)
+    e = torch.randn(g.n)
+    nbrs = [g.edge_index[1][g.edge_index[0] == i] for i in range(g.n)]
+    ref = e.clone()
+    for _ in range(2):
+        ref = torch.stack([0.5 * ref[i] + 0.5 * ref[nbrs[i]].mean() for i in range(g.n)])
+    assert torch.allclose(baselines.propagate_energy(e, g.edge_index, 2, 0.5), ref, atol=1e-5)
+
+
+def test_energy_and_msp_scores_match_definitions():
+    logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+    ref = torch.log(torch.exp(logits / 2).sum(1)) * 2
+    assert torch.allclose(baselines.energy_score(logits, 2.0), ref)
+    assert torch.allclose(baselines.msp_score(logits)[1], torch.tensor(1 / 3))
