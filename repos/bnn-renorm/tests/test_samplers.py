@@ -1,0 +1,63 @@
+"""Samplers against exact posteriors: a 1-D toy, and the scale mixture of linear nets."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from bnn_renorm import data, kernels, renorm, samplers
+
+
+def exact_linear_posterior(x, y, x_test, width, s2, t):
+    """Predictive mean/variance of a linear net by quadrature over the readout scale (exact)."""
+    blocks = (
+        kernels.linear_k0(x, x, s2),
+        kernels.linear_k0(x_test, x, s2),
+        jnp.diag(kernels.linear_k0(x_test, x_test, s2)),
+    )
+    return renorm.spectral_scale_posterior(*blocks, y, width, s2, t, grid=4001)
+
+
+def test_gibbs_on_one_dimensional_toy_matches_closed_form():
+    # f(x) = a w x: the product prior on a w is a scale mixture handled in closed form.
+    x = jnp.array([[0.5], [1.0], [-1.5], [2.0]])
+    y = jnp.array([0.4, 1.1, -1.2, 2.3])
+    x_test = jnp.array([[1.0], [-3.0]])
+    mean, var = exact_linear_posterior(x, y, x_test, 1, 1.0, 0.5)
+    post = samplers.gibbs_linear(0, x, y, x_test, 1, 1.0, 0.5, 40_000, 1_000)
+    np.testing.assert_allclose(post.mean, mean, rtol=0.03)
+    np.testing.assert_allclose(post.var, var, rtol=0.05)
+
+
+def test_gibbs_matches_exact_scale_mixture_in_many_dimensions():
+    x, y, x_test = data.linear_teacher(10, 15, 4, seed=2, scale=2.0, noise=0.1)
+    mean, var = exact_linear_posterior(x, y, x_test, 4, 1.0, 0.05)
+    post = samplers.gibbs_linear(1, x, y, x_test, 4, 1.0, 0.05, 20_000, 1_000)
+    np.testing.assert_allclose(post.mean, mean, rtol=0.05, atol=0.02)
+    assert float(jnp.mean(post.var) / jnp.mean(var)) == pytest.approx(1.0, rel=0.05)
+
+
+def test_gibbs_is_deterministic_in_the_seed():
+    x, y, x_test = data.linear_teacher(6, 5, 2, seed=0, scale=1.0, noise=0.1)
+    a, b, c = (samplers.gibbs_linear(s, x, y, x_test, 3, 1.0, 0.1, 50, 5) for s in (3, 3, 4))
+    np.testing.assert_array_equal(a.trace, b.trace)
+    assert not np.array_equal(a.trace, c.trace)
+
+
+def test_gibbs_rejects_bad_input():
+    x, y, x_test = data.linear_teacher(6, 5, 2, seed=0, scale=1.0, noise=0.1)
+    with pytest.raises(ValueError, match="burn_in"):
+        samplers.gibbs_linear(0, x, y, x_test, 3, 1.0, 0.1, 10, 10)
+    with pytest.raises(ValueError, match="NaN"):
+        samplers.gibbs_linear(0, x.at[0, 0].set(jnp.nan), y, x_test, 3, 1.0, 0.1, 10, 1)
+
+
+@pytest.mark.slow
+def test_nuts_with_linear_activation_matches_exact_posterior():
+    x, y, x_test = data.linear_teacher(8, 5, 3, seed=3, scale=1.5, noise=0.1)
+    mean, var = exact_linear_posterior(x, y, x_test, 3, 1.0, 0.1)
+    post = samplers.nuts_collapsed(0, x, y, x_test, 3, 1.0, 0.1, 500, 1500, activation=lambda z: z)
+    assert float(jnp.mean(post.var) / jnp.mean(var)) == pytest.approx(1.0, rel=0.1)
+    assert jax.numpy.allclose(post.mean, mean, atol=0.05)
