@@ -1,0 +1,169 @@
+"""Comparison methods, each `fn(x_neg) -> x_cf` on the scaled features, like genre_recourse.
+
+NNR is the lambda -> infinity limit of GenRe's target (official recourse/nnr.py); Wachter and
+Growing Spheres are written here after their papers (CARLA's versions are not installable);
+DiCE comes from dice-ml.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from .binned_transformer import project
+from .pairs import partner_sets
+
+
+def nnr(x: torch.Tensor, x_pos: torch.Tensor, immutable: torch.Tensor) -> torch.Tensor:
+    """Nearest (L1) member of D+ that shares x's immutable features."""
+    idx, _, has = partner_sets(x, x_pos, lam=1.0, top_k=1, immutable=immutable)
+    if not has.all():
+        raise ValueError(
+            f"rows {torch.nonzero(~has).flatten().tolist()[:10]} have no admissible partner"
+        )
+    return x_pos[idx[:, 0]]
+
+
+def wachter(
+    x: torch.Tensor,
+    h: nn.Module,
+    immutable,
+    categorical,
+    steps: int = 300,
+    lr: float = 0.01,
+    lams: tuple[float, ...] = (1.0, 0.1, 0.01, 0.001),
+) -> torch.Tensor:
+    """min_x' BCE(h(x'), 1) + lam ||x' - x||_1 by Adam, relaxing lam until h(x') > 0.5
+    (Wachter et al. 2017's lambda search). Mutable features only, kept in [0, 1]."""
+    best = x.clone()
+    todo = torch.ones(len(x), dtype=torch.bool)
+    mutable = (~immutable).float()
+    for lam in lams:
+        if not todo.any():
+            break
+        x0 = x[todo]
+        delta = torch.zeros_like(x0, requires_grad=True)
+        opt = torch.optim.Adam([delta], lr=lr)
+        for _ in range(steps):
+            cand = (x0 + delta * mutable).clamp(0, 1)
+            p = h(cand)
+            loss = nn.functional.binary_cross_entropy(p, torch.ones_like(p), reduction="sum")
+            loss = loss + lam * (cand - x0).abs().sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            cand = project((x0 + delta * mutable).clamp(0, 1), x0, immutable, categorical)
+            best[todo] = cand
+            done = torch.zeros_like(todo)
+            done[todo] = h(cand) > 0.5
+            todo &= ~done
+    return best
+
+
+def growing_spheres(
+    x: torch.Tensor,
+    h: nn.Module,
+    immutable,
+    categorical,
+    generator: torch.Generator,
+    n_samples: int = 500,
+    eta: float = 0.05,
+    max_layers: int = 60,
+) -> torch.Tensor:
+    """Growing Spheres (Laugel et al. 2018): sample L2 shells of growing radius until h flips,
+    keep the closest flip, then zero out the smallest moves while h stays positive."""
+    d = x.shape[1]
+    mutable = ~immutable
+    out = x.clone()
+    for i in range(len(x)):
+        x0, found = x[i], None
+        for layer in range(max_layers):
+            direction = torch.randn(n_samples, d, generator=generator)
+            direction[:, immutable] = 0
+            direction = direction / direction.norm(dim=1, keepdim=True).clamp_min(1e-12)
+            radius = eta * (layer + torch.rand(n_samples, 1, generator=generator))
+            cand = project(
+                (x0 + radius * direction).clamp(0, 1),
+                x0.expand(n_samples, -1),
+                immutable,
+                categorical,
+            )
+            ok = h(cand) > 0.5
+            if ok.any():
+                good = cand[ok]
+                found = good[(good - x0).norm(dim=1).argmin()].clone()
+                break
+        if found is None:
+            continue
+        for j in (found - x0).abs().argsort():  # feature selection: smallest moves first
+            if not mutable[j] or found[j] == x0[j]:
+                continue
+            trial = found.clone()
+            trial[j] = x0[j]
+            if h(trial[None])[0] > 0.5:
+                found = trial
+        out[i] = found
+    return out
+
+
+class _ProbaWrapper:
+    """Gives the torch classifier the predict_proba of a sklearn model, as dice-ml expects."""
+
+    def __init__(self, h: nn.Module, features: list[str]):
+        self.h, self.features = h, features
+
+    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
+        x = torch.as_tensor(df[self.features].to_numpy(dtype=np.float32))
+        with torch.no_grad():
+            p = self.h(x).numpy()
+        return np.stack([1 - p, p], 1)
+
+    def predict(self, df: pd.DataFrame) -> np.ndarray:
+        return (self.predict_proba(df)[:, 1] > 0.5).astype(int)
+
+
+def dice(
+    x: np.ndarray,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    h: nn.Module,
+    features: list[str],
+    immutable: np.ndarray,
+    categorical: np.ndarray,
+    seed: int,
+) -> np.ndarray:
+    """DiCE's model-agnostic random search (dice-ml, one counterfactual per negative).
+    A negative for which DiCE finds nothing keeps x itself (counted invalid)."""
+    import dice_ml
+    from raiutils.exceptions import UserConfigValidationException
+
+    frame = pd.DataFrame(x_train.astype(np.float64), columns=features).assign(label=y_train)
+    cats = [f for f, c in zip(features, categorical) if c]
+    frame[cats] = frame[cats].round().astype(int).astype(str)
+    conts = [f for f, c in zip(features, categorical) if not c]
+    data = dice_ml.Data(dataframe=frame, continuous_features=conts, outcome_name="label")
+    model = dice_ml.Model(model=_ProbaWrapper(h, features), backend="sklearn")
+    explainer = dice_ml.Dice(data, model, method="random")
+    vary = [f for f, m in zip(features, immutable) if not m]
+    out = x.copy()
+    for i in range(len(x)):
+        query = pd.DataFrame(x[i : i + 1].astype(np.float64), columns=features)
+        query[cats] = query[cats].round().astype(int).astype(str)
+        try:
+            res = explainer.generate_counterfactuals(
+                query,
+                total_CFs=1,
+                desired_class=1,
+                features_to_vary=vary,
+                random_seed=seed,
+                verbose=False,
+            )
+        except UserConfigValidationException:  # raised when no counterfactual is found
+            continue
+        cf = res.cf_examples_list[0].final_cfs_df
+        if cf is not None and len(cf):
+            out[i] = cf[features].astype(float).to_numpy()[0]
+    return out

