@@ -1,0 +1,55 @@
+"""Bifurcations and regimes read off the learned vector field (paper Sec. 4.2-4.3).
+
+For each held-out A, B is swept across both lines; at the (perturbed) homogeneous state the
+Jacobian of g_pi is diagonalised. A real eigenvalue crossing zero marks the Turing onset, a
+complex pair crossing zero the Hopf line. Regimes are classified from predicted final states
+with logistic regression (the official `fit_classifier.py`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import accuracy_score, f1_score
+
+
+def growth_indicators(eigs: np.ndarray, tol: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """Largest real part among real eigenvalues and among complex pairs, per row (-inf if none)."""
+    real = np.where(np.abs(eigs.imag) <= tol, eigs.real, -np.inf).max(-1)
+    cplx = np.where(np.abs(eigs.imag) > tol, eigs.real, -np.inf).max(-1)
+    return real, cplx
+
+
+def first_crossing(b: np.ndarray, rate: np.ndarray) -> float:
+    """Smallest b where `rate` turns positive, linearly interpolated; nan if it never does."""
+    rate = np.where(np.isfinite(rate), rate, -1e6)
+    up = np.nonzero(rate > 0)[0]
+    if len(up) == 0:
+        return float("nan")
+    i = up[0]
+    if i == 0:
+        return float(b[0])
+    r0, r1 = rate[i - 1], rate[i]
+    r0 = max(r0, -abs(r1) * 1e3)  # a missing eigenvalue class counts as far below zero
+    return float(b[i - 1] + (b[i] - b[i - 1]) * (-r0) / (r1 - r0))
+
+
+def relative_error(pred: float, true: float) -> float:
+    """|pred - true| / true; 1.0 (a 100% miss) when the sweep found no crossing."""
+    return float(abs(pred - true) / true) if np.isfinite(pred) else 1.0
+
+
+def classify_regimes(
+    train_final: np.ndarray,
+    train_labels: np.ndarray,
+    test_final: np.ndarray,
+    test_labels: np.ndarray,
+) -> dict[str, float]:
+    """Logistic regression on predicted final states: test accuracy and macro F1."""
+    mean, std = train_final.mean(0), train_final.std(0) + 1e-8
+    clf = LogisticRegression(max_iter=2000).fit((train_final - mean) / std, train_labels)
+    guess = clf.predict((test_final - mean) / std)
+    return {
+        "accuracy": float(accuracy_score(test_labels, guess)),
+        "f1": float(f1_score(test_labels, guess, average="macro")),
+    }

@@ -1,0 +1,146 @@
+"""TRENDy's model: measurement -> frozen PCA -> parameterised neural ODE (paper Sec. 3).
+
+- `Reducer`: standardise the measurement and project on PCA components fitted on training
+  data only, then frozen (the official `PCALayer`).
+- `ParamODE`: dS/dt = g_pi(S, theta), an MLP on [S; theta] (paper Eq. 3). theta is held fixed
+  during integration (the official code lets it drift; see the README's Deviations).
+- `integrate`: forward Euler via torchdiffeq over rescaled time [0, 1].
+- `trajectory_loss`: paper Eq. 4, state error plus beta times first-difference error.
+- `jacobian_spectrum`: eigenvalues of d g_pi / d S, used to locate bifurcations.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+from sklearn.decomposition import PCA
+from torchdiffeq import odeint
+from tqdm.auto import tqdm
+
+
+class Reducer:
+    """Standardise features with training statistics, then project on k PCA components."""
+
+    def __init__(self, features: torch.Tensor, k: int):
+        flat = features.reshape(-1, features.shape[-1]).double().numpy()
+        self.mean = flat.mean(0)
+        self.std = flat.std(0) + 1e-8
+        self.pca = PCA(n_components=min(k, flat.shape[1])).fit((flat - self.mean) / self.std)
+
+    def __call__(self, features: torch.Tensor) -> torch.Tensor:
+        flat = features.reshape(-1, features.shape[-1]).double().numpy()
+        z = self.pca.transform((flat - self.mean) / self.std)
+        return torch.tensor(z, dtype=torch.float32).reshape(*features.shape[:-1], -1)
+
+
+class ParamODE(torch.nn.Module):
+    """Vector field g_pi(S, theta): MLP with `depth` hidden ReLU layers (paper Eq. 3)."""
+
+    def __init__(self, dim: int, n_params: int, hidden: int, depth: int, theta_box: torch.Tensor):
+        super().__init__()
+        layers, width = [], dim + n_params
+        for _ in range(depth):
+            layers += [torch.nn.Linear(width, hidden), torch.nn.ReLU()]
+            width = hidden
+        layers.append(torch.nn.Linear(width, dim))
+        self.net = torch.nn.Sequential(*layers)
+        self.register_buffer("theta_box", theta_box.float())
+        self.theta = torch.zeros(1, n_params)
+
+    def forward(self, t: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+        return self.field(s, self.theta)
+
+    def field(self, s: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+        """g_pi(S, theta) with theta rescaled to [-1, 1] over the training box."""
+        lo, hi = self.theta_box
+        z = 2 * (theta - lo) / (hi - lo) - 1
+        return self.net(torch.cat([s, z.expand(*s.shape[:-1], -1)], -1))
+
+
+def check_range(theta: torch.Tensor, box: torch.Tensor) -> None:
+    """Warn when parameters leave the training box (the model extrapolates there)."""
+    outside = ((theta < box[0]) | (theta > box[1])).any(-1)
+    if outside.any():
+        warnings.warn(
+            f"{int(outside.sum())} parameter vectors lie outside the trained range "
+            f"{box[0].tolist()}..{box[1].tolist()}, e.g. {theta[outside][0].tolist()}; "
+            "predictions there are extrapolations",
+            stacklevel=2,
+        )
+
+
+def integrate(model: ParamODE, s0: torch.Tensor, theta: torch.Tensor, steps: int) -> torch.Tensor:
+    """Forward Euler of dS/dt = g(S, theta) over t in [0, 1]: (batch, steps+1, dim)."""
+    check_range(theta, model.theta_box)
+    model.theta = theta
+    t = torch.linspace(0.0, 1.0, steps + 1, device=s0.device)
+    return odeint(model, s0, t, method="euler").transpose(0, 1)
+
+
+def trajectory_loss(pred: torch.Tensor, true: torch.Tensor, beta: float) -> torch.Tensor:
+    """Paper Eq. 4: mean over batch and time of sum_features (S_hat - S)^2 plus beta times the
+    same on first differences divided by the frame spacing dt = 1 / (frames - 1)."""
+    dt = 1.0 / (true.shape[1] - 1)
+    state = (pred - true).pow(2).sum(-1).mean()
+    slope = ((pred.diff(dim=1) - true.diff(dim=1)) / dt).pow(2).sum(-1).mean()
+    return state + beta * slope
+
+
+def fit_node(
+    s: torch.Tensor,
+    theta: torch.Tensor,
+    *,
+    steps: int,
+    hidden: int,
+    depth: int,
+    epochs: int,
+    lr: float,
+    beta: float,
+    seed: int,
+    box: torch.Tensor,
+    quiet: bool = True,
+) -> ParamODE:
+    """Regress the neural ODE on trajectories s (batch, frames, dim) with full-batch Adam;
+    `box` (2, n_params) is the trained parameter range, rows low and high."""
+    torch.manual_seed(seed)
+    threads = torch.get_num_threads()
+    # The MLP is tiny: on CPU, thread synchronisation costs more than it saves (4x measured).
+    torch.set_num_threads(1)
+    try:
+        return _adam_loop(s, theta, steps, hidden, depth, epochs, lr, beta, box, quiet)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _adam_loop(s, theta, steps, hidden, depth, epochs, lr, beta, box, quiet) -> ParamODE:
+    model = ParamODE(s.shape[-1], theta.shape[-1], hidden, depth, box).to(s.device)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    stride = steps // (s.shape[1] - 1)
+    bar = tqdm(range(epochs), disable=quiet, desc="neural ODE", leave=False)
+    for _ in bar:
+        opt.zero_grad()
+        pred = integrate(model, s[:, 0], theta, steps)[:, ::stride]
+        loss = trajectory_loss(pred, s, beta)
+        loss.backward()
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.4f}")
+    return model
+
+
+def predict(model: ParamODE, s0: torch.Tensor, theta: torch.Tensor, steps: int, frames: int):
+    """Predicted trajectories at the saved frames, without gradients."""
+    with torch.no_grad():
+        return integrate(model, s0, theta, steps)[:, :: steps // (frames - 1)]
+
+
+def jacobian_spectrum(model: ParamODE, s: torch.Tensor, theta: torch.Tensor) -> np.ndarray:
+    """Eigenvalues of d g_pi / d S at states s (batch, dim) for parameters theta: (batch, dim)."""
+    check_range(theta, model.theta_box)
+
+    def one(si, ti):
+        return torch.func.jacrev(lambda x: model.field(x, ti))(si)
+
+    jac = torch.func.vmap(one)(s, theta)
+    return torch.linalg.eigvals(jac.double()).detach().numpy()

@@ -1,0 +1,69 @@
+"""The neural ODE: integrator, loss, learning a parameterised linear ODE, range warning."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torchdiffeq import odeint
+
+from trendy import bifurcation, node
+
+
+def test_euler_integration_equals_a_python_loop():
+    box = torch.tensor([[0.0], [1.0]])
+    model = node.ParamODE(3, 1, 8, 2, box)
+    s0, theta = torch.randn(4, 3), torch.rand(4, 1)
+    ours = node.integrate(model, s0, theta, 10)
+    x, loop = s0, [s0]
+    for _ in range(10):
+        x = x + 0.1 * model.field(x, theta)
+        loop.append(x)
+    assert torch.allclose(ours, torch.stack(loop, 1), atol=1e-6)
+    t = torch.linspace(0, 1, 11)
+    assert torch.allclose(ours, odeint(model, s0, t, method="euler").transpose(0, 1))
+
+
+def test_loss_is_zero_for_identical_trajectories_and_matches_by_hand():
+    true = torch.randn(2, 5, 3)
+    assert float(node.trajectory_loss(true, true, 0.5)) == 0.0
+    pred = true.clone()
+    pred[0, 2, 1] += 0.1
+    # state term: 0.01 / (2*5); slope term: two differences of 0.1/dt, dt=1/4, over 2*4 entries
+    expected = 0.01 / 10 + 0.5 * 2 * (0.1 * 4) ** 2 / 8
+    assert abs(float(node.trajectory_loss(pred, true, 0.5)) - expected) < 1e-6
+
+
+def test_learns_a_linear_ode_whose_rate_depends_on_theta():
+    torch.manual_seed(0)
+    theta = torch.linspace(-1, 1, 16)[:, None]
+    t = torch.linspace(0, 1, 11)
+    s0 = torch.ones(16, 1)
+    true = (s0 * torch.exp(-theta * t[None]))[..., None].squeeze(-1)[..., None]
+    model = node.fit_node(
+        true,
+        theta,
+        steps=20,
+        hidden=32,
+        depth=2,
+        epochs=300,
+        lr=1e-2,
+        beta=0.0,
+        seed=0,
+        box=torch.tensor([[-1.0], [1.0]]),
+    )
+    pred = node.predict(model, s0, theta, 10, 11)
+    assert float((pred - true).pow(2).mean()) < 1e-3
+    rates = node.jacobian_spectrum(model, torch.ones(3, 1), torch.tensor([[-0.8], [0.0], [0.8]]))
+    assert rates.real[0, 0] > 0 > rates.real[2, 0]
+
+
+def test_parameters_outside_the_trained_range_warn():
+    model = node.ParamODE(2, 2, 8, 1, torch.tensor([[0.0, 0.0], [1.0, 1.0]]))
+    with pytest.warns(UserWarning, match="outside the trained range"):
+        node.integrate(model, torch.zeros(1, 2), torch.tensor([[2.0, 0.5]]), 4)
+
+
+def test_first_crossing_interpolates():
+    b = torch.linspace(0, 4, 5).numpy()
+    assert abs(bifurcation.first_crossing(b, b - 2.5) - 2.5) < 1e-9
+    assert bifurcation.first_crossing(b, -b - 1) != bifurcation.first_crossing(b, -b - 1)
