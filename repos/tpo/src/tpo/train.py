@@ -1,0 +1,204 @@
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
+
+Pipeline per seed: SFT of a GPT-2 policy on chain solutions (30% with a propagating error) ->
+preference trees from the SFT policy -> preference optimisation with one method -> greedy
+accuracy in/out of distribution and ranking quality on held-out trees.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_model, save_model
+from tqdm import tqdm
+
+from .baselines import dpo_all_pairs, dpo_gold_vs_worst
+from .config import METHODS, Config, validate
+from .data import Problem, Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
+from .evaluation import (
+    greedy_accuracy,
+    implicit_rewards,
+    log_ratios,
+    per_step,
+    ranking_quality,
+    tree_batch,
+)
+from .policy import build_policy, encode_pairs, forward
+from .results import atomic_write_json
+from .tree_loss import plr_loss, tpo_loss
+from .trees import build_trees, problems
+
+
+@dataclasses.dataclass
+class Stage:
+    """What every method of one seed shares: the SFT policy, the trees and the test problems."""
+
+    tok: Tokenizer
+    sft: torch.nn.Module
+    train_trees: list[Tree]
+    heldout_trees: list[Tree]
+    test_id: list[Problem]
+    test_ood: list[Problem]
+
+
+def _bar(cfg: Config, total: int, desc: str) -> tqdm:
+    return tqdm(total=total, desc=desc, disable=cfg.quiet or not sys.stderr.isatty(), leave=False)
+
+
+def _rng(cfg: Config, stream: int) -> np.random.Generator:
+    return np.random.default_rng([cfg.seed, stream])
+
+
+def _save(model: torch.nn.Module, path: Path) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    save_model(model, str(tmp))
+    os.replace(tmp, path)
+
+
+def train_sft(model: torch.nn.Module, tok: Tokenizer, cfg: Config) -> None:
+    """Next-token cross-entropy on response tokens; some solutions carry a propagating error so
+    that sampled branches differ in quality."""
+    rng = _rng(cfg, 1)
+    probs = problems(rng, cfg.sft_examples, cfg.min_steps, cfg.max_steps, cfg.modulus)
+    texts = [
+        wrong_solution(p, rng)[0] if rng.random() < cfg.sft_corrupt else solution(p) for p in probs
+    ]
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_lr, weight_decay=0.01)
+    bar = _bar(cfg, cfg.sft_steps, "sft")
+    for _ in range(cfg.sft_steps):
+        idx = rng.choice(len(probs), size=min(cfg.sft_batch, len(probs)), replace=False)
+        batch = encode_pairs(tok, [probs[i].prompt() for i in idx], [texts[i] for i in idx])
+        logps, _ = forward(model, batch.to(cfg.device))
+        loss = -logps.sum() / batch.response_mask[:, 1:].sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        bar.set_postfix(nll=f"{loss.item():.3f}")
+        bar.update()
+    bar.close()
+
+
+def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None) -> Stage:
+    """SFT with sft_seed (default cfg.seed), or reuse workdir/sft.safetensors with --resume;
+    then build the trees and test problems with cfg.seed."""
+    tok = Tokenizer(cfg.modulus)
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed if sft_seed is None else sft_seed)
+    model = build_policy(len(vocab(cfg.modulus)), cfg.n_layer, cfg.d_model, cfg.n_head)
+    model.to(cfg.device)
+    workdir.mkdir(parents=True, exist_ok=True)
+    ckpt = workdir / "sft.safetensors"
+    if cfg.resume and ckpt.exists():
+        load_model(model, str(ckpt), device=cfg.device)
+    else:
+        train_sft(model, tok, cfg if sft_seed is None else dataclasses.replace(cfg, seed=sft_seed))
+        _save(model, ckpt)
+    model.eval()
+    rng, gen = _rng(cfg, 2), torch.Generator().manual_seed(cfg.seed)
+    n_all = cfg.n_trees + cfg.n_heldout_trees
+    probs = problems(rng, n_all, cfg.min_steps, cfg.max_steps, cfg.modulus)
+    trees = build_trees(model, tok, probs, cfg.n_branches, cfg.temperature, rng, gen)
+    train_trees = load_trees(cfg.trees) if cfg.trees else trees[: cfg.n_trees]
+    test_rng = _rng(cfg, 3)
+    lo, hi = cfg.min_steps, cfg.max_steps
+    return Stage(
+        tok,
+        model,
+        train_trees,
+        trees[cfg.n_trees :],
+        problems(test_rng, cfg.n_eval, lo, hi, cfg.modulus),
+        problems(test_rng, cfg.n_eval, hi + 1, hi + 2, cfg.modulus),
+    )
+
+
+def preference_loss(
+    method: str,
+    policy: torch.nn.Module,
+    ref: torch.nn.Module,
+    tok: Tokenizer,
+    trees: list[Tree],
+    cfg: Config,
+) -> torch.Tensor:
+    batch, scores = tree_batch(tok, trees, cfg.device)
+    b, n = scores.shape
+    ratio, states = log_ratios(policy, ref, batch, hidden=method == "tpo")
+    if method == "tpo":
+        steps, hidden, valid = per_step(ratio, states, batch, b, n)
+        return tpo_loss(steps, hidden, valid, scores, cfg.beta, cfg.asr_direction)
+    rewards = cfg.beta * ratio.sum(-1).view(b, n)
+    if method == "tpo_plr":
+        return plr_loss(rewards, scores)
+    if method == "dpo":
+        return dpo_gold_vs_worst(rewards, scores)
+    if method == "dpo_all":
+        return dpo_all_pairs(rewards, scores)
+    raise ValueError(f"unknown preference method {method!r}; expected one of {METHODS[1:]}")
+
+
+def train_preference(stage: Stage, method: str, cfg: Config) -> torch.nn.Module:
+    """AdamW (weight decay 0.01, as tpo_train.py) on the policy; the SFT model is the frozen
+    reference. Batches hold trees with the same number of responses."""
+    policy, ref = copy.deepcopy(stage.sft), stage.sft
+    policy.train()
+    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.pref_lr, weight_decay=0.01)
+    groups: dict[int, list[Tree]] = {}
+    for t in stage.train_trees:
+        groups.setdefault(len(t.responses), []).append(t)
+    sizes = sorted(groups)
+    weights = np.array([len(groups[s]) for s in sizes], dtype=float)
+    rng = _rng(cfg, 4)
+    bar = _bar(cfg, cfg.pref_steps, method)
+    for _ in range(cfg.pref_steps):
+        group = groups[sizes[rng.choice(len(sizes), p=weights / weights.sum())]]
+        idx = rng.choice(len(group), size=min(cfg.pref_batch, len(group)), replace=False)
+        loss = preference_loss(method, policy, ref, stage.tok, [group[i] for i in idx], cfg)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.4f}")
+        bar.update()
+    bar.close()
+    return policy.eval()
+
+
+def run_method(stage: Stage, method: str, cfg: Config, workdir: Path) -> dict[str, float]:
+    """Train one method on the stage's trees and measure it; writes workdir/config.json first."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": method})
+    torch.manual_seed(cfg.seed)
+    policy = stage.sft if method == "sft" else train_preference(stage, method, cfg)
+    rewards = implicit_rewards(policy, stage.sft, stage.tok, stage.heldout_trees, cfg.beta)
+    metrics = {
+        "acc_id": greedy_accuracy(policy, stage.tok, stage.test_id),
+        "acc_ood": greedy_accuracy(policy, stage.tok, stage.test_ood),
+        **ranking_quality(rewards, stage.heldout_trees),
+    }
+    if method != "sft":
+        _save(policy, workdir / "policy.safetensors")
+    atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """SFT, trees, then cfg.method for cfg.seed; returns its metrics (also in metrics.json)."""
+    validate(cfg)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    stage = prepare(cfg, workdir)
+    return run_method(stage, cfg.method, cfg, workdir)
+
+
+def evaluate(workdir: str | Path) -> dict[str, float]:
+    """Read back the metrics a previous `train` wrote into workdir."""
+    path = Path(workdir) / "metrics.json"
+    if not path.exists():
+        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+    return json.loads(path.read_text())
