@@ -1,0 +1,194 @@
+"""The synthetic world (deterministic in its seed) and loaders for real-format QA files.
+
+The world stands in for PopQA: entities with Zipf popularity, three relations, and aliases.
+- The *pretraining* text states the facts of the popular (head) entities only, so the LM's
+  parametric knowledge covers the head and misses the tail (PopQA's long-tail effect).
+- The *retrieval corpus* holds one document per fact under the entity's canonical name, plus
+  distractor documents that share surname tokens.
+- Questions name the entity by an alias. The alias -> name table is in the pretraining text but in
+  no document, so a rewritten query (canonical name + relation word) beats the raw question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+SPECIAL = ["<pad>", "<unk>", "<eos>", "<sep>", "[SEARCH]", "[ANSWER]", "Q", "OBS", "|", "is"]
+# (relation, question template, document template, relation word of the rewritten query)
+RELATIONS = (
+    ("born", "where was {a} born ?", "{n} was born in {v}", "born"),
+    ("job", "what is the job of {a} ?", "{n} works as {v}", "works"),
+    ("color", "which color does {a} like ?", "{n} likes the color {v}", "color"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    """One question with its reference answers; `entity`/`relation` are -1 for loaded files."""
+
+    text: str
+    answers: tuple[str, ...]
+    entity: int = -1
+    relation: int = -1
+    head: bool = False
+    rewrite: str = ""
+    """The canonical query (name + relation word) that finds the fact's document."""
+
+
+@dataclasses.dataclass(frozen=True)
+class World:
+    names: tuple[str, ...]
+    aliases: tuple[str, ...]
+    popularity: np.ndarray
+    head: np.ndarray
+    facts: np.ndarray
+    """facts[e, r] is the value word of relation r for entity e."""
+    documents: tuple[str, ...]
+    questions: tuple[Question, ...]
+    train_idx: np.ndarray
+    test_idx: np.ndarray
+
+    @property
+    def train(self) -> list[Question]:
+        return [self.questions[i] for i in self.train_idx]
+
+    @property
+    def test(self) -> list[Question]:
+        return [self.questions[i] for i in self.test_idx]
+
+
+def _words(rng: np.random.Generator, n: int, syllables: int, taken: set[str]) -> list[str]:
+    """`n` fresh pronounceable words of `syllables` syllables, none in `taken` (updated)."""
+    cons, vows = list("bdfgklmnprstvz"), list("aeiou")
+    out: list[str] = []
+    while len(out) < n:
+        w = "".join(rng.choice(cons) + rng.choice(vows) for _ in range(syllables))
+        if w not in taken:
+            taken.add(w)
+            out.append(w)
+    return out
+
+
+def make_world(
+    n_entities: int, n_values: int, n_distractors: int, head_frac: float, zipf_s: float, seed: int
+) -> World:
+    """Generate the world. Entity i has popularity (i+1)^-s; the top `head_frac` are the head."""
+    if n_entities < 4 or n_values < 2:
+        raise ValueError(f"need n_entities >= 4 and n_values >= 2, got {n_entities}, {n_values}")
+    rng = np.random.default_rng(seed)
+    taken = set(SPECIAL) | {w for r in RELATIONS for t in r[1:] for w in t.split()}
+    n_first = n_sur = int(np.ceil(np.sqrt(2 * (n_entities + n_distractors)))) + 2
+    first, sur = _words(rng, n_first, 2, taken), _words(rng, n_sur, 3, taken)
+    combos = rng.permutation(n_first * n_sur)[: n_entities + n_distractors]
+    full = [f"{first[c // n_sur]} {sur[c % n_sur]}" for c in combos]
+    names, fake = full[:n_entities], full[n_entities:]
+    aliases = _words(rng, n_entities, 2, taken)
+    values = [_words(rng, n_values, 2, taken) for _ in RELATIONS]
+    facts = np.array([[values[r][rng.integers(n_values)] for r in range(len(RELATIONS))]
+                      for _ in range(n_entities)])  # fmt: skip
+    popularity = (np.arange(n_entities) + 1.0) ** -zipf_s
+    head = np.arange(n_entities) < int(round(head_frac * n_entities))
+    docs = [RELATIONS[r][2].format(n=names[e], v=facts[e, r])
+            for e in range(n_entities) for r in range(len(RELATIONS))]  # fmt: skip
+    for i, n in enumerate(fake):
+        r = i % len(RELATIONS)
+        docs.append(RELATIONS[r][2].format(n=n, v=values[r][rng.integers(n_values)]))
+    questions = [
+        Question(
+            text=RELATIONS[r][1].format(a=aliases[e]),
+            answers=(str(facts[e, r]),),
+            entity=e,
+            relation=r,
+            head=bool(head[e]),
+            rewrite=f"{names[e]} {RELATIONS[r][3]}",
+        )
+        for e in range(n_entities)
+        for r in range(len(RELATIONS))
+    ]
+    order = rng.permutation(len(questions))
+    n_test = len(questions) // 4
+    return World(
+        names=tuple(names),
+        aliases=tuple(aliases),
+        popularity=popularity,
+        head=head,
+        facts=facts,
+        documents=tuple(docs),
+        questions=tuple(questions),
+        train_idx=np.sort(order[n_test:]),
+        test_idx=np.sort(order[:n_test]),
+    )
+
+
+def pretraining_text(world: World, max_reps: int) -> list[str]:
+    """The LM's pretraining corpus: the alias table for every entity and the head's facts.
+
+    A head fact is stated as a closed-book QA line, repeated by popularity (Zipf), between 2 and
+    `max_reps` times; tail facts are never stated, so only retrieval can answer them.
+    """
+    lines = [f"{a} is {n}" for a, n in zip(world.aliases, world.names, strict=True)] * 2
+    last_head = world.popularity[world.head].min()
+    for q in world.questions:
+        if q.head:
+            reps = int(min(max_reps, 1 + round(world.popularity[q.entity] / last_head)))
+            lines += [f"Q {q.text} <sep> [ANSWER] {q.answers[0]} <eos>"] * reps
+    return lines
+
+
+def vocabulary(world: World) -> list[str]:
+    """Every word of the world: special tokens first, then sorted words."""
+    words = set()
+    for text in (*world.documents, *world.names, *world.aliases):
+        words.update(text.split())
+    for q in world.questions:
+        words.update(q.text.split())
+    return SPECIAL + sorted(words - set(SPECIAL))
+
+
+def _answers_of(row: dict, where: str) -> tuple[str, ...]:
+    for key in ("answers", "possible_answers", "answer"):
+        if key in row:
+            value = row[key]
+            if isinstance(value, str) and key == "possible_answers":
+                value = json.loads(value)  # PopQA stores the list as a JSON string
+            value = [value] if isinstance(value, str) else list(value)
+            if value:
+                return tuple(str(v) for v in value)
+    raise ValueError(
+        f"{where}: missing answers; expected one of 'answers', 'possible_answers' (PopQA) "
+        f"or 'answer' (HotpotQA) with at least one string"
+    )
+
+
+def load_questions_jsonl(path: str | Path) -> list[Question]:
+    """Read PopQA- or HotpotQA-style JSONL: `question` plus `possible_answers`/`answer(s)`."""
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"question file {path} does not exist")
+    out = []
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not isinstance(row.get("question"), str) or not row["question"].strip():
+            raise ValueError(f"{path}:{i}: missing field 'question' (a non-empty string)")
+        out.append(Question(text=row["question"], answers=_answers_of(row, f"{path}:{i}")))
+    if not out:
+        raise ValueError(f"question file {path} holds no questions")
+    return out
+
+
+def load_corpus_jsonl(path: str | Path) -> list[str]:
+    """Read a retrieval corpus as JSONL with `text` (and optional `title`) per line."""
+    docs = []
+    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+        if line.strip():
+            row = json.loads(line)
+            if "text" not in row:
+                raise ValueError(f"{path}:{i}: missing field 'text'")
+            docs.append(f"{row['title']}: {row['text']}" if row.get("title") else row["text"])
+    return docs

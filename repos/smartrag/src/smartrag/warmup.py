@@ -1,0 +1,92 @@
+"""Warm-up: language-model pretraining on the world's text, then SFT on heuristic labels.
+
+SFT targets (the paper mixes `[Answer] y`, `[Search] q` and observation-conditioned
+`[Answer] y`): a train question the pretrained LM already answers correctly closed-book gets
+`[ANSWER] y`; the others get `[SEARCH] q`, with q the raw question, or (with probability
+`p_rewrite`) the canonical rewrite; the reader learns `[ANSWER] y` given the documents the
+rewrite retrieves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .config import Config
+from .data import Question, World, pretraining_text
+from .env import ANSWER, SEARCH
+from .env import prompt as state_text
+from .policy import Codec, Policy, generate, lm_loss
+from .retrieval import observe
+
+
+def fit_lm(
+    policy: Policy,
+    codec: Codec,
+    examples: list[tuple[str, int]],
+    steps: int,
+    cfg: Config,
+    rng: np.random.Generator,
+    progress=None,
+) -> list[float]:
+    """Adam on next-token cross-entropy; each example is (text, first token in the loss)."""
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lm_lr)
+    policy.train()
+    losses = []
+    for _ in range(steps):
+        pick = rng.integers(len(examples), size=cfg.lm_batch)
+        loss = lm_loss(
+            policy, codec, [examples[i][0] for i in pick], [examples[i][1] for i in pick]
+        )
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if progress is not None:
+            progress.set_postfix(loss=f"{losses[-1]:.3f}")
+            progress.update(1)
+    policy.eval()
+    return losses
+
+
+def closed_book_correct(policy: Policy, codec: Codec, questions: list[Question], cfg: Config):
+    """Whether the LM's greedy `[ANSWER]` without retrieval is an exact match (the SFT label)."""
+    prompts = codec.encode([state_text(q.text, []) for q in questions])
+    first = torch.full((len(prompts),), codec.answer)
+    acts = generate(policy, codec, prompts, cfg.max_new, first == first, False, None, first)
+    preds = [" ".join(t for t in codec.tokens(a)[1:] if t not in ("<eos>", "<pad>")) for a in acts]
+    return np.array([p == q.answers[0] for p, q in zip(preds, questions, strict=True)])
+
+
+def sft_examples(
+    world: World, knows: np.ndarray, retriever, cfg: Config, rng: np.random.Generator
+) -> list[tuple[str, int]]:
+    """(text, loss start) pairs for the decision, the query and the reader."""
+    out = []
+    train = world.train
+    docs, _ = observe(retriever, [q.rewrite for q in train], cfg.top_k)
+    for q, known, doc in zip(train, knows, docs, strict=True):
+        p0 = state_text(q.text, [])
+        n0 = len(p0.split())
+        if known:
+            out.append((f"{p0} {ANSWER} {q.answers[0]} <eos>", n0))
+        else:
+            query = q.rewrite if rng.random() < cfg.p_rewrite else q.text
+            out.append((f"{p0} {SEARCH} {query} <eos>", n0))
+        p1 = state_text(q.text, [doc])
+        out.append((f"{p1} {ANSWER} {q.answers[0]} <eos>", len(p1.split())))
+    return out
+
+
+def warm_up(
+    policy: Policy, codec: Codec, world: World, retriever, cfg: Config, progress=None
+) -> dict[str, object]:
+    """Pretrain, label, SFT; returns the heuristic labels and loss curves."""
+    rng = np.random.default_rng(cfg.seed)
+    pre = [(t, 0) for t in pretraining_text(world, cfg.max_reps)]
+    pre_losses = fit_lm(policy, codec, pre, cfg.pretrain_steps, cfg, rng, progress)
+    knows = closed_book_correct(policy, codec, world.train, cfg)
+    sft = sft_examples(world, knows, retriever, cfg, rng)
+    sft_losses = fit_lm(policy, codec, sft + pre, cfg.sft_steps, cfg, rng, progress)
+    return {"knows": knows, "pretrain_loss": pre_losses, "sft_loss": sft_losses}
