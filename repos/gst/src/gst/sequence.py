@@ -1,0 +1,54 @@
+"""Token sequences of the joint distribution p(c, i | o) = p(c | o) p(i | o, c).
+
+GEN order  [o][<GEN>][c][i]: view prediction (camera then image).
+EST order  [o][<EST>][i][c]: localisation when the target image is known.
+The first n+1 tokens are the prefix; next-token cross-entropy is taken on the generated
+segments that a method trains (joint: both segments of both orders).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .model import SEG_CAMERA, SEG_OBS, SEG_SPECIAL, SEG_TARGET
+from .tokenizers import Vocab
+
+ORDERS = ("gen", "est")
+
+
+def build(vocab: Vocab, obs: torch.Tensor, cam: torch.Tensor, tgt: torch.Tensor, order: str):
+    """Codes (B, n) of each segment -> (tokens (B, 3n+1), segment types (B, 3n+1))."""
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    b, n = obs.shape
+    o = vocab.to_vocab(obs, "image")
+    c = vocab.to_vocab(cam, "camera")
+    i = vocab.to_vocab(tgt, "image")
+    special = torch.full((b, 1), vocab.gen if order == "gen" else vocab.est, dtype=torch.long)
+    first, second = (c, i) if order == "gen" else (i, c)
+    tokens = torch.cat([o, special, first, second], dim=1)
+    kinds = (SEG_CAMERA, SEG_TARGET) if order == "gen" else (SEG_TARGET, SEG_CAMERA)
+    seg = torch.tensor([SEG_OBS] * n + [SEG_SPECIAL] + [kinds[0]] * n + [kinds[1]] * n)
+    return tokens, seg.expand(b, -1)
+
+
+def segment_losses(logits: torch.Tensor, tokens: torch.Tensor, seg: torch.Tensor, n: int):
+    """Mean next-token cross-entropy over the camera and the target-image segments.
+
+    logits (B, T, V) predict tokens[:, 1:]; returns {"camera": ..., "image": ...}.
+    """
+    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    tgt_seg = seg[:, 1:]
+    return {
+        "camera": ce[tgt_seg == SEG_CAMERA].mean(),
+        "image": ce[tgt_seg == SEG_TARGET].mean(),
+    }
+
+
+# which (order, segment) losses each autoregressive method trains on
+TRAINED = {
+    "gst": {"gen": ("camera", "image"), "est": ("image", "camera")},
+    "nvs_only": {"gen": ("image",)},
+    "pose_only": {"est": ("camera",)},
+}

@@ -1,0 +1,288 @@
+"""train_and_evaluate(cfg, workdir, which) -> metrics: the one entry point every command uses."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from tqdm import tqdm
+
+from . import sequence
+from .baselines import PoseCNN, pose_cnn_loss
+from .config import METHODS, Config, validate
+from .data import Pairs, make_pairs
+from .geometry import camera_centre, rays_to_camera
+from .metrics import image_metrics, pose_metrics
+from .model import SEG_CAMERA, SEG_TARGET, GST
+from .results import atomic_write_bytes, atomic_write_json
+from .tokenizers import KMeansTokenizer, Vocab, VQTokenizer
+
+
+@dataclasses.dataclass
+class Prepared:
+    """Rendered pairs, fitted tokenizers and the codes of every segment."""
+
+    train: Pairs
+    test: Pairs
+    image_tok: KMeansTokenizer | VQTokenizer
+    camera_tok: KMeansTokenizer | VQTokenizer
+    vocab: Vocab
+    codes: dict[str, dict[str, torch.Tensor]]  # split -> {"obs", "cam", "tgt"} (N, grid^2)
+
+
+def _split(p: Pairs, sl: slice) -> Pairs:
+    return Pairs(*(getattr(p, f.name)[sl] for f in dataclasses.fields(Pairs)))
+
+
+def _make_tokenizer(cfg: Config, channels: int, n_codes: int):
+    if cfg.tokenizer == "kmeans":
+        return KMeansTokenizer(cfg.image_size, cfg.image_size // cfg.grid, channels, n_codes)
+    return VQTokenizer(
+        cfg.image_size, cfg.grid, channels, n_codes, steps=cfg.vq_steps, device=cfg.device
+    )
+
+
+@functools.lru_cache(maxsize=2)
+def _prepare(
+    seed,
+    image_size,
+    n_objects,
+    n_train,
+    n_test,
+    tokenizer,
+    grid,
+    image_codes,
+    camera_codes,
+    vq_steps,
+    device,
+) -> Prepared:
+    cfg = Config(
+        seed=seed,
+        image_size=image_size,
+        n_objects=n_objects,
+        n_train=n_train,
+        n_test=n_test,
+        tokenizer=tokenizer,
+        grid=grid,
+        image_codes=image_codes,
+        camera_codes=camera_codes,
+        vq_steps=vq_steps,
+        device=device,
+    )
+    import faiss
+
+    faiss.omp_set_num_threads(torch.get_num_threads())  # --threads bounds faiss as well
+    pairs = make_pairs(n_train + n_test, image_size, n_objects, seed)
+    train, test = _split(pairs, slice(0, n_train)), _split(pairs, slice(n_train, None))
+    image_tok = _make_tokenizer(cfg, 3, image_codes).fit(
+        np.concatenate([train.obs, train.tgt]), seed
+    )
+    camera_tok = _make_tokenizer(cfg, 6, camera_codes).fit(train.rays, seed)
+    codes = {
+        name: {
+            "obs": torch.from_numpy(image_tok.encode(p.obs)),
+            "cam": torch.from_numpy(camera_tok.encode(p.rays)),
+            "tgt": torch.from_numpy(image_tok.encode(p.tgt)),
+        }
+        for name, p in (("train", train), ("test", test))
+    }
+    return Prepared(train, test, image_tok, camera_tok, Vocab(image_codes, camera_codes), codes)
+
+
+def prepare(cfg: Config) -> Prepared:
+    """Data and tokenizers for cfg.seed (cached: every method of a seed sees the same ones)."""
+    return _prepare(
+        cfg.seed,
+        cfg.image_size,
+        cfg.n_objects,
+        cfg.n_train,
+        cfg.n_test,
+        cfg.tokenizer,
+        cfg.grid,
+        cfg.image_codes,
+        cfg.camera_codes,
+        cfg.vq_steps,
+        cfg.device,
+    )
+
+
+def build_model(cfg: Config, vocab: Vocab) -> GST:
+    return GST(vocab.size, cfg.width, cfg.depth, cfg.heads, cfg.grid, cfg.dropout, cfg.qk_norm)
+
+
+def lr_at(step: int, cfg: Config) -> float:
+    """Linear warm-up then cosine decay to 10% of the peak."""
+    if step < cfg.warmup:
+        return cfg.lr * (step + 1) / cfg.warmup
+    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
+
+
+def _progress(cfg: Config, desc: str):
+    return tqdm(
+        range(cfg.steps), desc=desc, disable=cfg.quiet or not sys.stderr.isatty(), leave=False
+    )
+
+
+def ar_loss(model: GST, prep: Prepared, idx: torch.Tensor, method: str, step: int, device):
+    """Loss of one step. The joint model alternates the two orders (50/50 over steps)."""
+    orders = sequence.TRAINED[method]
+    order = list(orders)[step % len(orders)]
+    c = prep.codes["train"]
+    tokens, seg = sequence.build(prep.vocab, c["obs"][idx], c["cam"][idx], c["tgt"][idx], order)
+    tokens, seg = tokens.to(device), seg.to(device)
+    losses = sequence.segment_losses(model(tokens, seg), tokens, seg, c["obs"].shape[1])
+    return sum(losses[k] for k in orders[order]) / len(orders[order])
+
+
+def train_ar(cfg: Config, prep: Prepared, method: str) -> GST:
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, prep.vocab).to(cfg.device)
+    opt = torch.optim.AdamW(
+        model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay, betas=(0.9, 0.95)
+    )
+    g = torch.Generator().manual_seed(cfg.seed)
+    model.train()
+    bar = _progress(cfg, method)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        idx = torch.randint(0, cfg.n_train, (cfg.batch,), generator=g)
+        loss = ar_loss(model, prep, idx, method, step, cfg.device)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+    return model.eval()
+
+
+@torch.no_grad()
+def eval_ar(cfg: Config, prep: Prepared, model: GST, method: str) -> dict[str, float]:
+    """Sampled novel views (GEN order) and/or sampled cameras (EST order) on the test pairs,
+    plus the teacher-forced perplexity of each trained segment."""
+    c, test, vocab = prep.codes["test"], prep.test, prep.vocab
+    n = c["obs"].shape[1]
+    g = torch.Generator().manual_seed(cfg.seed + 7919)
+    out: dict[str, float] = {}
+    for order in sequence.TRAINED[method]:
+        tokens, seg = sequence.build(vocab, c["obs"], c["cam"], c["tgt"], order)
+        tokens, seg = tokens.to(cfg.device), seg.to(cfg.device)
+        losses = sequence.segment_losses(model(tokens, seg), tokens, seg, n)
+        task = "image" if order == "gen" else "camera"
+        out[f"ppl_{task}"] = float(torch.exp(losses[task]))
+        kind, seg_id = ("image", SEG_TARGET) if order == "gen" else ("camera", SEG_CAMERA)
+        new = model.sample(
+            tokens[:, : 2 * n + 1],
+            seg[:, : 2 * n + 1],
+            n,
+            seg_id,
+            vocab.slot_mask(kind).to(cfg.device),
+            g.manual_seed(cfg.seed + 1),
+            cfg.temperature,
+            cfg.top_k,
+        )
+        ids = vocab.from_vocab(new.cpu(), kind).numpy()
+        if order == "gen":
+            out.update(image_metrics(prep.image_tok.decode(ids), test.tgt))
+        else:
+            rays = prep.camera_tok.decode(ids).astype(np.float64)
+            out.update(pose_metrics(*rays_to_camera(rays), test.rotation, test.translation))
+    return out
+
+
+def tokenizer_floor(cfg: Config) -> dict[str, float]:
+    """Metrics of the ground-truth codes decoded: the ceiling any token model can reach."""
+    prep = prepare(cfg)
+    c, test = prep.codes["test"], prep.test
+    out = image_metrics(prep.image_tok.decode(c["tgt"].numpy()), test.tgt)
+    rays = prep.camera_tok.decode(c["cam"].numpy()).astype(np.float64)
+    out.update(pose_metrics(*rays_to_camera(rays), test.rotation, test.translation))
+    return out
+
+
+def _images(p: Pairs, device) -> tuple[torch.Tensor, torch.Tensor]:
+    return (
+        torch.from_numpy(p.obs).permute(0, 3, 1, 2).to(device),
+        torch.from_numpy(p.tgt).permute(0, 3, 1, 2).to(device),
+    )
+
+
+def train_cnn(cfg: Config, prep: Prepared) -> PoseCNN:
+    torch.manual_seed(cfg.seed)
+    model = PoseCNN(cfg.cnn_width).to(cfg.device)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    obs, tgt = _images(prep.train, cfg.device)
+    r = torch.from_numpy(prep.train.rotation).float().to(cfg.device)
+    centre = torch.from_numpy(camera_centre(prep.train.rotation, prep.train.translation))
+    centre = centre.float().to(cfg.device)
+    g = torch.Generator().manual_seed(cfg.seed)
+    bar = _progress(cfg, "cnn_pose")
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, cfg)
+        idx = torch.randint(0, cfg.n_train, (cfg.batch,), generator=g).to(cfg.device)
+        loss = pose_cnn_loss(model, obs[idx], tgt[idx], r[idx], centre[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+    return model.eval()
+
+
+@torch.no_grad()
+def eval_cnn(cfg: Config, prep: Prepared, model: PoseCNN) -> dict[str, float]:
+    obs, tgt = _images(prep.test, cfg.device)
+    r, centre = model(obs, tgt)
+    r = r.double().cpu().numpy()
+    t = -np.einsum("nij,nj->ni", r, centre.double().cpu().numpy())
+    return pose_metrics(r, t, prep.test.rotation, prep.test.translation)
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "gst") -> dict[str, float]:
+    """Train one method for cfg.seed and return its test metrics; writes workdir/config.json
+    first, then model.safetensors and metrics.json."""
+    validate(cfg)
+    if which not in METHODS:
+        raise ValueError(f"unknown method {which!r}; expected one of {METHODS}")
+    torch.set_num_threads(cfg.threads)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
+    prep = prepare(cfg)
+    ckpt = workdir / "model.safetensors"
+    if which == "cnn_pose":
+        model = PoseCNN(cfg.cnn_width).to(cfg.device)
+    else:
+        model = build_model(cfg, prep.vocab).to(cfg.device)
+    if cfg.resume and ckpt.exists():
+        model.load_state_dict(load_file(str(ckpt), device=cfg.device))
+        model.eval()
+    else:
+        model = train_cnn(cfg, prep) if which == "cnn_pose" else train_ar(cfg, prep, which)
+        state = {k: v.contiguous() for k, v in model.state_dict().items()}
+        tmp = workdir / ".model.safetensors.tmp"
+        save_file(state, str(tmp))
+        atomic_write_bytes(ckpt, tmp.read_bytes())
+        tmp.unlink()
+    if which == "cnn_pose":
+        metrics = eval_cnn(cfg, prep, model)
+    else:
+        metrics = eval_ar(cfg, prep, model, which)
+    atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def evaluate(workdir: str | Path) -> dict[str, float]:
+    """Read back the metrics a previous `train` wrote into workdir."""
+    path = Path(workdir) / "metrics.json"
+    if not path.exists():
+        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+    return json.loads(path.read_text())

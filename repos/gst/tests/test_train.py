@@ -1,0 +1,57 @@
+"""Smoke run of the entry point: artefacts, finite metrics, determinism, full preset at tiny size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from gst.config import PRESETS
+from gst.train import evaluate, train_and_evaluate
+
+
+@pytest.mark.parametrize("method", ["gst", "cnn_pose"])
+def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, method):
+    metrics = train_and_evaluate(tiny, tmp_path / "run", method)
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == tiny.steps
+    assert (tmp_path / "run" / "model.safetensors").exists()
+    assert metrics and all(math.isfinite(v) for v in metrics.values())
+    assert "rot_acc15" in metrics and 0 <= metrics["rot_acc15"] <= 100
+    assert evaluate(tmp_path / "run") == metrics
+
+
+def test_joint_model_reports_both_tasks(tiny, tmp_path):
+    metrics = train_and_evaluate(tiny, tmp_path, "gst")
+    for key in ("psnr", "ssim", "ppl_image", "rot_acc30", "centre_err", "ppl_camera"):
+        assert key in metrics
+    # perplexity is over the whole shared vocabulary; the zero-initialised head starts at its size
+    vocab_size = tiny.image_codes + tiny.camera_codes + 2
+    assert 1.0 <= metrics["ppl_camera"] <= vocab_size * 1.05
+
+
+def test_same_seed_same_numbers(tiny, tmp_path):
+    a = train_and_evaluate(tiny, tmp_path / "a", "gst")
+    assert a == train_and_evaluate(tiny, tmp_path / "b", "gst")
+    other = dataclasses.replace(tiny, seed=1)
+    assert train_and_evaluate(other, tmp_path / "c", "gst") != a
+
+
+def test_resume_skips_training_and_gives_same_metrics(tiny, tmp_path):
+    a = train_and_evaluate(tiny, tmp_path, "pose_only")
+    b = train_and_evaluate(
+        dataclasses.replace(tiny, resume=True, steps=10_000), tmp_path, "pose_only"
+    )
+    assert a == b
+
+
+def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
+    from conftest import TINY
+
+    sizes = {**TINY, "image_codes": 8, "camera_codes": 8, "steps": 1, "n_objects": 2}
+    sizes.update(device="cpu", image_size=16, grid=4, vq_steps=1)
+    full = dataclasses.replace(PRESETS["full"], **sizes)
+    assert full.tokenizer == "vqvae" and full.dropout == 0.1
+    metrics = train_and_evaluate(full, tmp_path, "gst")
+    assert all(math.isfinite(v) for v in metrics.values())
