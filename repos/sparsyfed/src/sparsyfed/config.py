@@ -1,0 +1,121 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`sparsyfed train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+METHOD_NAMES = ("dense", "topk", "sparsyfed", "sparsyfed_na")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for the data split, initialisation, client sampling and batches."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Torch device (cpu, cuda, cuda:1, ...)."""
+    threads: int = 1
+    """Torch CPU threads (the project machines share 2 cores)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and history.json of a run."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    method: str = "sparsyfed"
+    """What `train` runs: dense (FedAvg), topk, sparsyfed, sparsyfed_na (no activation pruning)."""
+    dataset: str = "digits"
+    """digits (sklearn, bundled) or cifar10 (python pickle batches in --data-dir)."""
+    data_dir: str = ""
+    """Folder holding CIFAR-10's data_batch_1..5 and test_batch (dataset cifar10 only)."""
+    arch: str = "mlp"
+    """Model: mlp (64-256-256-10, ~84k weights), cnn (small digits CNN) or resnet18 (CIFAR)."""
+    resnet_width: int = 64
+    """Channels of the ResNet-18 stem (64 in the paper)."""
+    n_clients: int = 20
+    """Clients the training set is split across."""
+    clients_per_round: int = 5
+    """Clients sampled (without replacement) each round."""
+    rounds: int = 30
+    """Federated rounds T."""
+    local_epochs: int = 1
+    """Local epochs per client per round."""
+    batch_size: int = 16
+    """Local mini-batch size."""
+    lr0: float = 0.5
+    """Initial learning rate of the exponential schedule lr_t = lr0 (lr_final/lr0)^(t/(T-1))."""
+    lr_final: float = 0.01
+    """Learning rate of the last round."""
+    weight_decay: float = 1e-3
+    """SGD weight decay on omega (no momentum, as in the official client)."""
+    alpha: float = 0.1
+    """LDA concentration of the label split (1000 ~ iid, 0.1 very non-iid)."""
+    sparsity: float = 0.9
+    """Target sparsity s of every upload (fraction of zero weights after local pruning)."""
+    beta: float = 1.25
+    """Powerpropagation exponent, SparsyFed's single hyperparameter."""
+    eval_every: int = 5
+    """Evaluate the global model every this many rounds (and always after the last)."""
+    bench_alphas: tuple[float, ...] = (0.1, 1000.0)
+    """LDA alphas the benchmark sweeps (the first is the headline one)."""
+    bench_sparsities: tuple[float, ...] = (0.9, 0.95)
+    """Target sparsities the benchmark sweeps (the first is the headline one)."""
+    flower_rounds: int = 2
+    """Rounds of the in-process vs Flower-simulation timing in the benchmark (0 skips it)."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(),
+    "full": Config(
+        name="full",
+        out="runs/full",
+        device="cuda",
+        dataset="cifar10",
+        data_dir="data/cifar-10-batches-py",
+        arch="resnet18",
+        n_clients=100,
+        clients_per_round=10,
+        rounds=700,
+        eval_every=10,
+        bench_alphas=(0.1, 1.0, 1000.0),
+        bench_sparsities=(0.9, 0.95, 0.99),
+        flower_rounds=0,
+    ),
+}
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if not 0.0 <= cfg.sparsity < 1.0:
+        raise ValueError(f"sparsity must be in [0, 1), got {cfg.sparsity}")
+    if any(not 0.0 <= s < 1.0 for s in cfg.bench_sparsities) or not cfg.bench_sparsities:
+        raise ValueError(f"bench_sparsities must be in [0, 1), got {cfg.bench_sparsities}")
+    if cfg.beta <= 0:
+        raise ValueError(f"beta must be > 0, got {cfg.beta}")
+    if cfg.alpha <= 0 or not cfg.bench_alphas or min(cfg.bench_alphas) <= 0:
+        raise ValueError(f"alpha must be > 0, got {cfg.alpha} / {cfg.bench_alphas}")
+    if cfg.method not in METHOD_NAMES:
+        raise ValueError(f"method must be one of {METHOD_NAMES}, got {cfg.method!r}")
+    if cfg.dataset not in ("digits", "cifar10") or cfg.arch not in ("mlp", "cnn", "resnet18"):
+        raise ValueError(f"dataset/arch must be digits|cifar10 / cnn|resnet18, got {cfg.dataset}")
+    if cfg.rounds < 1 or cfg.local_epochs < 1 or cfg.batch_size < 1 or cfg.eval_every < 1:
+        raise ValueError("rounds, local_epochs, batch_size and eval_every must be >= 1")
+    if not 1 <= cfg.clients_per_round <= cfg.n_clients:
+        raise ValueError(
+            f"clients_per_round must be in [1, n_clients={cfg.n_clients}], "
+            f"got {cfg.clients_per_round}"
+        )
+    if cfg.lr0 <= 0 or cfg.lr_final <= 0:
+        raise ValueError(f"lr0 and lr_final must be > 0, got {cfg.lr0} and {cfg.lr_final}")
+    if cfg.threads < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    return cfg

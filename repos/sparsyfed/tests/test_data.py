@@ -1,0 +1,81 @@
+"""LDA split, digits loader, and the CIFAR-10 pickle loader on a file the test writes."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from sparsyfed.data import lda_partition, load_cifar10, load_digits
+
+
+@pytest.mark.parametrize("alpha", [1000.0, 1.0, 0.1])
+def test_lda_partitions_non_empty_disjoint_and_deterministic(alpha):
+    labels = np.repeat(np.arange(10), 50)
+    parts = lda_partition(labels, 20, alpha, seed=1)
+    assert len(parts) == 20 and all(len(p) > 0 for p in parts)
+    flat = np.concatenate(parts)
+    assert sorted(flat.tolist()) == list(range(500))
+    again = lda_partition(labels, 20, alpha, seed=1)
+    assert all(np.array_equal(a, b) for a, b in zip(parts, again, strict=True))
+
+
+def test_lda_large_alpha_is_near_uniform_small_alpha_is_skewed():
+    labels = np.repeat(np.arange(10), 200)
+
+    def mean_max_share(alpha):
+        parts = lda_partition(labels, 10, alpha, seed=0)
+        return np.mean([np.bincount(labels[p], minlength=10).max() / len(p) for p in parts])
+
+    assert mean_max_share(1000.0) < 0.2
+    assert mean_max_share(0.1) > 0.5
+
+
+def test_lda_bad_input_errors():
+    labels = np.arange(5) % 2
+    with pytest.raises(ValueError, match="6 clients but only 5 samples"):
+        lda_partition(labels, 6, 1.0, 0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        lda_partition(labels, 2, 0.0, 0)
+    with pytest.raises(ValueError, match="left a client empty"):
+        lda_partition(np.zeros(5, dtype=int), 5, 0.001, 0, max_tries=3)
+
+
+def test_digits_split_is_deterministic():
+    (xa, ya), (xt, yt) = load_digits(0)
+    (xb, yb), _ = load_digits(0)
+    assert xa.shape[1:] == (1, 8, 8) and float(xa.max()) <= 1.0
+    assert len(ya) + len(yt) == 1797 and (xa == xb).all() and (ya == yb).all()
+
+
+def write_tiny_cifar(folder, n=6, seed=0):
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    batches = {}
+    for name in ("data_batch_1", "data_batch_2", "test_batch"):
+        data = rng.integers(0, 256, (n, 3072), dtype=np.uint8)
+        labels = rng.integers(0, 10, n).tolist()
+        batches[name] = (data, labels)
+        with open(folder / name, "wb") as fh:
+            pickle.dump({b"data": data, b"labels": labels, b"batch_label": b"x"}, fh)
+    return batches
+
+
+def test_cifar_loader_reads_python_batches(tmp_path):
+    batches = write_tiny_cifar(tmp_path / "cifar")
+    (xtr, ytr), (xte, yte) = load_cifar10(tmp_path / "cifar")
+    assert xtr.shape == (12, 3, 32, 32) and xte.shape == (6, 3, 32, 32)
+    assert ytr.tolist() == batches["data_batch_1"][1] + batches["data_batch_2"][1]
+    raw = batches["data_batch_1"][0][0].reshape(3, 32, 32)[1, 0, 0] / 255.0
+    assert float(xtr[0, 1, 0, 0]) == pytest.approx((raw - 0.4822) / 0.2435, abs=1e-5)
+
+
+def test_cifar_loader_errors(tmp_path):
+    with pytest.raises(ValueError, match="no CIFAR-10 python batches"):
+        load_cifar10(tmp_path)
+    write_tiny_cifar(tmp_path)
+    with open(tmp_path / "data_batch_1", "wb") as fh:
+        pickle.dump({b"nope": 1}, fh)
+    with pytest.raises(ValueError, match="not a CIFAR-10 python batch"):
+        load_cifar10(tmp_path)

@@ -1,0 +1,80 @@
+"""Smoke run of the entry point: artefacts, finite metrics, determinism, full preset at tiny size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from sparsyfed.config import PRESETS, validate
+from sparsyfed.train import evaluate, train_and_evaluate
+
+from .test_data import write_tiny_cifar
+
+
+@pytest.mark.parametrize("method", ["dense", "topk", "sparsyfed_na", "sparsyfed"])
+def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, method):
+    cfg = dataclasses.replace(tiny, method=method)
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["method"] == method
+    assert metrics and all(math.isfinite(v) for v in metrics.values())
+    assert evaluate(tmp_path / "run") == metrics
+    if method == "dense":
+        assert metrics["final_density"] == 1.0
+        assert metrics["comm_ratio"] == pytest.approx(1.0, abs=1e-3)  # a few biases stay 0
+    else:
+        assert metrics["final_density"] >= 1 - cfg.sparsity - 1e-9
+        assert metrics["comm_ratio"] > 5
+
+
+def test_same_seed_same_numbers(tiny, tmp_path):
+    a, b = (train_and_evaluate(tiny, tmp_path / d) for d in ("a", "b"))
+    a.pop("seconds_per_round"), b.pop("seconds_per_round")  # wall time is the one exception
+    assert a == b
+    c = train_and_evaluate(dataclasses.replace(tiny, seed=1), tmp_path / "c")
+    assert c["uploaded_nonzeros"] != a["uploaded_nonzeros"] or c["accuracy"] != a["accuracy"]
+
+
+def test_short_dense_training_learns(tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, method="dense", rounds=6, alpha=1000.0, eval_every=6)
+    assert train_and_evaluate(cfg, tmp_path)["accuracy"] > 0.5  # chance is 0.1
+
+
+def test_full_preset_runs_one_round_at_tiny_size(tmp_path):
+    write_tiny_cifar(tmp_path / "cifar", n=8)
+    full = dataclasses.replace(
+        PRESETS["full"],
+        device="cpu",
+        data_dir=str(tmp_path / "cifar"),
+        resnet_width=4,
+        n_clients=2,
+        clients_per_round=2,
+        rounds=1,
+        quiet=True,
+    )
+    metrics = train_and_evaluate(full, tmp_path / "run")
+    assert math.isfinite(metrics["accuracy"]) and metrics["final_density"] <= 0.2
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("sparsity", 1.0, r"sparsity must be in \[0, 1\)"),
+        ("sparsity", -0.5, r"sparsity must be in \[0, 1\)"),
+        ("beta", 0.0, "beta must be > 0"),
+        ("alpha", -1.0, "alpha must be > 0"),
+        ("clients_per_round", 50, "clients_per_round must be in"),
+        ("method", "zerofl", "method must be one of"),
+    ],
+)
+def test_bad_config_is_a_clear_error(tiny, field, value, message):
+    with pytest.raises(ValueError, match=message):
+        validate(dataclasses.replace(tiny, **{field: value}))
+
+
+def test_more_clients_than_samples_is_a_clear_error(tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, n_clients=5000, clients_per_round=2)
+    with pytest.raises(ValueError, match="5000 clients but only"):
+        train_and_evaluate(cfg, tmp_path)
