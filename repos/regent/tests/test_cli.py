@@ -1,0 +1,83 @@
+"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from regent.cli import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_help_lists_commands(capsys):
+    assert main(["--help"]) == 0
+    assert "bench" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fly"], "unknown command 'fly'"),
+        (["train", "--preset", "huge"], "--preset must be one of"),
+        (["train", "--steps", "0"], "steps must be >= 1"),
+        (["train", "--families", "maze"], "families must be a non-empty subset"),
+        (["train", "--ablation-sizes", "30"], "ablation_sizes must lie in 1..n_retrieved=19"),
+    ],
+)
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["eval", "--out", str(tmp_path)]) == 2
+    assert "run `train" in capsys.readouterr().err
+
+
+def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
+    """Every `regent ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [shlex.split(c) for c in re.findall(r"^(regent .+)$", section, re.MULTILINE)]
+    assert commands, "the README's Quick start names no command"
+    monkeypatch.chdir(tmp_path)
+    shrink = [
+        "--seeds",
+        "0",
+        "--quiet",
+        "--n-train-tasks",
+        "2",
+        "--n-test-tasks",
+        "1",
+        "--train-demos",
+        "3",
+        "--n-retrieved",
+        "3",
+        "--d-model",
+        "16",
+        "--n-layers",
+        "1",
+        "--steps",
+        "2",
+        "--bc-steps",
+        "2",
+        "--mtbc-steps",
+        "2",
+        "--demo-counts",
+        "1",
+        "--eval-episodes",
+        "2",
+        "--ablation-sizes",
+        "1",
+        "3",
+        "--ablation-demos",
+        "1",
+    ]
+    for argv in commands:
+        assert main(argv[1:] + shrink) == 0, argv
+    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "regent"

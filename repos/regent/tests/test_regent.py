@@ -1,0 +1,111 @@
+"""REGENT's interpolation (Eq. 2), distances, mixed cross-entropy, and a falling loss."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from regent.config import PRESETS
+from regent.data import rollout_expert
+from regent.envs import make_tasks
+from regent.regent import (
+    RegentModel,
+    build_context,
+    context_distances,
+    interpolate_continuous,
+    interpolate_discrete,
+    mixed_cross_entropy,
+    rp_distribution,
+)
+from regent.retrieval import Retriever
+from regent.train import pretrain, pretraining_batch
+
+
+def test_distances_are_to_the_first_retrieved_state():
+    rng = np.random.default_rng(0)
+    ctx, query = rng.normal(size=(3, 5, 4)), rng.normal(size=(3, 4))
+    d = context_distances(ctx, query, normaliser=2.0)
+    assert d.shape == (3, 6) and np.all(d[:, 0] == 0)
+    for b in range(3):
+        for i in range(5):
+            assert np.isclose(d[b, i], np.linalg.norm(ctx[b, i] - ctx[b, 0]) / 2.0)
+        assert np.isclose(d[b, 5], np.linalg.norm(query[b] - ctx[b, 0]) / 2.0)
+
+
+def test_zero_distance_gives_exactly_the_rp_action():
+    raw = torch.randn(4, 3, 2) * 5
+    rp = torch.rand(4, 2) * 2 - 1
+    out = interpolate_continuous(raw, rp, torch.exp(-10.0 * torch.zeros(4, 3)))
+    assert torch.equal(out, rp.unsqueeze(1).expand_as(out))
+    first = torch.tensor([0, 3, 1, 2])
+    dist = torch.zeros(4, 3)
+    probs = interpolate_discrete(
+        torch.randn(4, 3, 4), rp_distribution(first, dist, 4), torch.exp(-10 * dist)
+    )
+    assert torch.equal(probs, F.one_hot(first, 4).float().unsqueeze(1).expand_as(probs))
+
+
+def test_continuous_interpolation_matches_formula():
+    raw, rp, d = torch.randn(2, 3, 2) * 3, torch.rand(2, 2), torch.rand(2, 3)
+    out = interpolate_continuous(raw, rp, torch.exp(-10 * d), scale=10.0)
+    for b in range(2):
+        for i in range(3):
+            w = float(np.exp(-10 * float(d[b, i])))
+            want = w * rp[b] + 10 * (1 - w) * raw[b, i].clamp(-1, 1)
+            assert torch.allclose(out[b, i], want, atol=1e-6)
+
+
+def test_mixed_probabilities_sum_to_one_and_follow_the_formula():
+    logits = torch.randn(5, 7, 4) * 3
+    first = torch.randint(4, (5,))
+    dist = torch.rand(5, 7) * 1.5  # some beyond 1, where q_RP becomes uniform
+    q = rp_distribution(first, dist, 4)
+    assert torch.allclose(q.sum(-1), torch.ones(5, 7))
+    probs = interpolate_discrete(logits, q, torch.exp(-10 * dist))
+    assert torch.allclose(probs.sum(-1), torch.ones(5, 7), atol=1e-6) and (probs >= 0).all()
+    b, i = 2, 3
+    dt = min(float(dist[b, i]), 1.0)
+    q_ref = torch.full((4,), dt / 4)
+    q_ref[first[b]] += 1 - dt
+    w = float(torch.exp(-10 * dist[b, i]))
+    assert torch.allclose(probs[b, i], w * q_ref + (1 - w) * logits[b, i].softmax(-1), atol=1e-6)
+
+
+def test_mixed_cross_entropy_is_nll_of_the_probabilities_not_a_second_softmax():
+    probs = torch.softmax(torch.randn(6, 5), -1)
+    target = torch.randint(5, (6,))
+    assert torch.allclose(
+        mixed_cross_entropy(probs, target), F.nll_loss(probs.log(), target), atol=1e-6
+    )
+    assert not torch.allclose(mixed_cross_entropy(probs, target), F.cross_entropy(probs, target))
+
+
+def test_model_prediction_at_first_position_is_rp_action():
+    demos = rollout_expert(make_tasks("point", 1, seed=0)[0], 3, seed=0, noise=0.1)
+    retriever = Retriever(demos)
+    idx, _ = retriever.retrieve(demos.obs[:4] + 0.01, 5)
+    batch = build_context(
+        demos, idx, demos.obs[:4] + 0.01, demos.rew[:4], None, retriever.normaliser
+    )
+    model = RegentModel(2, 2, False, 16, 1, 2, 6)
+    out = model.predict(batch, True, 10.0, 10.0)
+    assert torch.allclose(out[:, 0], batch["act"][:, 0])
+
+
+def test_loss_falls_on_one_task(tmp_path):
+    cfg = dataclasses.replace(
+        PRESETS["quick"],
+        n_retrieved=5,
+        d_model=32,
+        n_layers=1,
+        steps=150,
+        batch_size=32,
+        quiet=True,
+    )
+    demos = rollout_expert(make_tasks("point", 1, seed=1)[0], 8, seed=1, noise=0.1)
+    data = pretraining_batch([demos], cfg.n_retrieved)
+    _, losses = pretrain(data, "point", cfg, True, tmp_path / "m.safetensors")
+    assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])

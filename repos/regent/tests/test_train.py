@@ -1,0 +1,47 @@
+"""Smoke run of the entry point: artefacts, finite metrics, determinism, full preset at tiny size."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+from regent.config import PRESETS
+from regent.train import METHODS, evaluate, train_and_evaluate
+
+
+def test_smoke_writes_config_checkpoints_and_finite_metrics(tiny, tmp_path):
+    metrics = train_and_evaluate(tiny, tmp_path / "run")
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == tiny.steps
+    assert (tmp_path / "run" / "point_REGENT.safetensors").exists()
+    assert metrics and all(math.isfinite(v) for v in metrics.values())
+    for m in METHODS:
+        assert f"{m}/k1" in metrics and f"{m}/grid/k2" in metrics
+    assert evaluate(tmp_path / "run") == metrics
+
+
+def test_same_seed_same_numbers(tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, families=("point",))
+    a, b = train_and_evaluate(cfg, tmp_path / "a"), train_and_evaluate(cfg, tmp_path / "b")
+    measured = [k for k in a if not k.startswith("env_steps_per_s/")]  # speeds are wall-clock
+    assert len(measured) > 10 and all(a[k] == b[k] for k in measured)
+    other = train_and_evaluate(dataclasses.replace(cfg, seed=1), tmp_path / "c")
+    assert any(a[k] != other[k] for k in measured)
+
+
+def test_resume_reuses_checkpoints(tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, families=("grid",))
+    first = train_and_evaluate(cfg, tmp_path / "r")
+    again = train_and_evaluate(dataclasses.replace(cfg, resume=True), tmp_path / "r")
+    assert "pretrain_loss_last/REGENT/grid" not in again  # nothing was trained the second time
+    assert again["REGENT/grid/k1"] == first["REGENT/grid/k1"]
+
+
+def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
+    from conftest import TINY
+
+    full = dataclasses.replace(
+        PRESETS["full"], device="cpu", **{**TINY, "d_model": 16, "n_heads": 8}
+    )
+    full = dataclasses.replace(full, steps=1, demo_counts=(1,))
+    assert math.isfinite(train_and_evaluate(full, tmp_path)["REGENT/k1"])
