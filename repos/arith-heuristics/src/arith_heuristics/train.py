@@ -1,0 +1,151 @@
+"""train_and_evaluate(cfg, workdir) -> metrics: train the toy LM, then run the whole analysis."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import analysis as A
+from .config import OPERATORS, Config, validate
+from .data import Vocab, all_legal, split
+from .lm import accuracy, checkpoint_steps, load_state, train
+from .model import build_model, load_checkpoint, locate
+from .probes import probe_grid
+from .results import atomic_write_json
+
+
+def seed_everything(seed: int, threads: int) -> None:
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    np.random.seed(seed)
+    random.seed(seed)
+
+
+def prepare_model(cfg: Config, workdir: Path, vocab: Vocab):
+    """The trained toy model and its checkpoint paths (trained now, or reused with --resume)."""
+    legal = all_legal(OPERATORS, cfg.max_operand, cfg.n_numbers)
+    train_set, test_set = split(legal, cfg.train_frac, cfg.seed)
+    model = build_model(cfg, vocab).to(cfg.device)
+    paths = [workdir / f"checkpoint_{s:06d}.safetensors" for s in checkpoint_steps(cfg)]
+    if cfg.resume and all(p.exists() for p in paths):
+        load_state(model, paths[-1])
+    else:
+        paths = train(model, train_set, vocab, cfg, workdir)
+    return model.eval(), paths, train_set, test_set
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Train (or load --checkpoint), analyse every operator, write metrics.json and
+    analysis.json into workdir (config.json first); return the flat metrics."""
+    validate(cfg)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    seed_everything(cfg.seed, cfg.threads)
+    vocab = Vocab(cfg.n_numbers)
+    metrics: dict[str, float] = {}
+    paths: list[Path] = []
+    if cfg.checkpoint:
+        # a local causal LM whose token ids follow Vocab (e.g. saved with save_pretrained)
+        model = load_checkpoint(cfg.checkpoint, cfg.device)
+        if model.config.vocab_size < vocab.size:
+            raise ValueError(
+                f"checkpoint vocabulary has {model.config.vocab_size} tokens; the prompts need "
+                f"{vocab.size} (numbers 0..{cfg.n_numbers - 1}, 4 operators, '=', BOS)"
+            )
+        legal = all_legal(OPERATORS, cfg.max_operand, cfg.n_numbers)
+        train_set, test_set = split(legal, cfg.train_frac, cfg.seed)
+    else:
+        model, paths, train_set, test_set = prepare_model(cfg, workdir, vocab)
+    for k, op in enumerate(OPERATORS):
+        metrics[f"train_acc_{op}"] = accuracy(
+            model, train_set.subset(train_set.ops == k), vocab, cfg.device
+        )
+        metrics[f"test_acc_{op}"] = accuracy(
+            model, test_set.subset(test_set.ops == k), vocab, cfg.device
+        )
+    metrics["train_acc"] = accuracy(model, train_set, vocab, cfg.device)
+    metrics["test_acc"] = accuracy(model, test_set, vocab, cfg.device)
+
+    parts = locate(model)
+    ctx = A.make_context(model, parts, vocab, cfg, cfg.seed)
+    per_op = {op: A.analyse_operator(ctx, op, cfg.seed + 17 * k) for k, op in enumerate(OPERATORS)}
+    for key in per_op["+"]["metrics"]:
+        values = [per_op[op]["metrics"][key] for op in OPERATORS]
+        for op, v in zip(OPERATORS, values, strict=True):
+            metrics[f"{key}_{op}"] = v
+        metrics[key] = float(np.nanmean(values))
+    for key in ("faith_curve", "guided_acc", "random_acc"):
+        curve = np.mean([per_op[op][key] for op in OPERATORS], axis=0)
+        for i, v in enumerate(curve):
+            metrics[f"{key}_{i}"] = float(v)
+    tops = [per_op[op]["top_neurons"] for op in OPERATORS]
+    unique = [len(t - set().union(*(o for o in tops if o is not t))) / max(1, len(t)) for t in tops]
+    metrics["unique_top_neuron_share"] = float(np.mean(unique))
+
+    overlap = checkpoint_overlap(cfg, vocab, paths, per_op) if paths else []
+    for i, v in enumerate(overlap):
+        metrics[f"overlap_ckpt_{i}"] = v
+
+    probe_set = ctx.correct if len(ctx.correct) >= 10 else ctx.legal  # untrained: all legal
+    order = np.random.default_rng(cfg.seed).permutation(len(probe_set))
+    sample = probe_set.subset(order[: cfg.probe_prompts])
+    grid = probe_grid(
+        model,
+        sample.tokens(vocab).to(cfg.device),
+        sample.result,
+        cfg.n_numbers,
+        cfg.probe_epochs,
+        cfg.seed,
+    )
+    metrics["probe_last_pos_final_layer"] = float(grid[-1, -1])
+    metrics["probe_best_operand_pos"] = float(grid[:, :-1].max())
+    extra = {
+        "probe_grid": grid.tolist(),
+        "faith_fracs": list(cfg.faith_fracs),
+        "knockout_counts": list(cfg.knockout_counts),
+        "type_counts": {op: per_op[op]["type_counts"] for op in OPERATORS},
+        "head_effects": {op: per_op[op]["head_effects"] for op in OPERATORS},
+        "mlp_effects": {op: per_op[op]["mlp_effects"] for op in OPERATORS},
+    }
+    metrics = {k: float(v) for k, v in metrics.items()}
+    atomic_write_json(workdir / "metrics.json", metrics)
+    atomic_write_json(workdir / "analysis.json", extra)
+    return metrics
+
+
+def checkpoint_overlap(cfg: Config, vocab: Vocab, paths: list[Path], per_op: dict) -> list[float]:
+    """Share of the final model's (neuron, heuristic) pairs already present at each checkpoint
+    (top neurons by attribution patching on the final model's analysis prompts)."""
+    model = build_model(cfg, vocab).to(cfg.device)
+    pairs = []
+    for path in paths:
+        load_state(model, path)
+        parts = locate(model)
+        ctx = A.make_context(model, parts, vocab, cfg, cfg.seed)
+        pairs.append(
+            set().union(
+                *(
+                    {
+                        (op, *p)
+                        for p in A.heuristic_pairs(ctx, op, per_op[op]["clean"], per_op[op]["cf"])
+                    }
+                    for op in OPERATORS
+                )
+            )
+        )
+    final = pairs[-1]
+    return [len(p & final) / max(1, len(final)) for p in pairs]
+
+
+def evaluate(workdir: str | Path) -> dict[str, float]:
+    """Read back the metrics a previous `train` wrote into workdir."""
+    path = Path(workdir) / "metrics.json"
+    if not path.exists():
+        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+    return json.loads(path.read_text())

@@ -1,0 +1,58 @@
+"""Algorithm 1: planted neurons score 1.0 on their heuristic, random maps score near chance."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arith_heuristics.data import legal_grid
+from arith_heuristics.heuristics import classify, heuristics_for, score, score_all
+
+G, N = 150, 300
+
+
+def _named(hs, name):
+    return next(j for j, h in enumerate(hs) if h.name == name)
+
+
+def test_planted_neurons_score_one_on_their_heuristic():
+    hs = heuristics_for("+", G, N)
+    legal = legal_grid("+", G, N)
+    a, b = np.meshgrid(np.arange(G), np.arange(G), indexing="ij")
+    planted = np.stack([((a >= 100) & (a < 130)).astype(float), (b % 7 == 3).astype(float)])
+    lens = np.ones_like(planted)
+    s = score_all(planted, lens, hs, legal)
+    i_range, i_mod = _named(hs, "op1 range [100,130)"), _named(hs, "op2 = 3 mod 7")
+    assert s[0, i_range] == 1.0 and s[1, i_mod] == 1.0
+    assert s[0, i_mod] < 0.3 and s[1, i_range] < 0.3
+    assert i_range in classify(s, 0.6)[0] and i_mod in classify(s, 0.6)[1]
+
+
+def test_score_all_matches_the_single_heuristic_reference():
+    hs = heuristics_for("-", 40, 80)
+    legal = legal_grid("-", 40, 80)
+    rng = np.random.default_rng(0)
+    maps = rng.standard_normal((3, 40, 40))
+    lens = rng.standard_normal((3, 40, 40))
+    s = score_all(maps, lens, hs, legal)
+    for j in (0, len(hs) // 2, len(hs) - 1):
+        m = maps * lens if hs[j].direct else maps
+        for n in range(3):
+            assert np.isclose(s[n, j], score(m[n], hs[j].mask, legal))
+
+
+def test_random_map_scores_near_chance():
+    hs = heuristics_for("+", 60, 120)
+    legal = legal_grid("+", 60, 120)
+    maps = np.random.default_rng(1).standard_normal((20, 60, 60))
+    s = score_all(maps, np.ones_like(maps), hs, legal)
+    chance = np.array([h.mask.sum() / legal.sum() for h in hs])
+    assert abs(float(s.mean(0).mean() - chance.mean())) < 0.05
+    # large heuristics (>= 100 prompts) never pass t = 0.6 by chance
+    big = np.array([h.mask.sum() >= 100 for h in hs])
+    assert (s[:, big] < 0.6).all()
+
+
+def test_no_heuristic_matches_everything():
+    legal = legal_grid("/", 50, 100)
+    for h in heuristics_for("/", 50, 100):
+        assert 0 < h.mask.sum() <= 0.5 * legal.sum() and not (h.mask & ~legal).any()
