@@ -1,0 +1,81 @@
+"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from cogfd.cli import main
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+SHRINK = [
+    "--pretrain-steps",
+    "2",
+    "--pretrain-batch",
+    "8",
+    "--oracle-steps",
+    "2",
+    "--erase-steps",
+    "2",
+    "--eval-samples",
+    "2",
+    "--ddim-steps",
+    "2",
+    "--n-train-images",
+    "2",
+    "--seeds",
+    "0",
+    "--widths",
+    "8",
+    "16",
+    "--quiet",
+]
+
+
+def test_help_lists_commands(capsys):
+    assert main(["--help"]) == 0
+    assert "bench" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fly"], "unknown command 'fly'"),
+        (["train", "--preset", "huge"], "--preset must be one of"),
+        (["train", "--erase-steps", "0"], "erase_steps must be >= 1"),
+        (["train", "--t-end", "1200"], "scheduler's range"),
+    ],
+)
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_broken_graph_file_exits_2(tmp_path, capsys):
+    bad = tmp_path / "graph.json"
+    bad.write_text("{not json")
+    argv = ["train", "--graph-json", str(bad), "--out", str(tmp_path / "r"), *SHRINK]
+    assert main(argv) == 2
+    assert "not valid JSON" in capsys.readouterr().err
+
+
+def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
+    assert main(["eval", "--out", str(tmp_path)]) == 2
+    assert "run `train" in capsys.readouterr().err
+
+
+def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
+    """Every `cogfd ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    commands = [shlex.split(c) for c in re.findall(r"^(cogfd .+)$", section, re.MULTILINE)]
+    assert commands, "the README's Quick start names no command"
+    monkeypatch.chdir(tmp_path)
+    for argv in commands:
+        extra = [] if argv[1] == "eval" else SHRINK + ["--methods", "original", "cogfd", "uce"]
+        assert main(argv[1:] + extra) == 0, argv
+    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "cogfd"

@@ -1,0 +1,102 @@
+"""Stage B: the loss at initialisation, the NaN guard, the timestep window, the parameter set."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from cogfd import decoupling, models
+
+
+def _pair(small_unet, prompts):
+    unet, text = small_unet
+    x = torch.randn(len(prompts), 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    t = torch.full((len(prompts),), 995)
+    with torch.no_grad():
+        h, m = models.encode(text, prompts)
+    return unet, x, t, h, m
+
+
+def test_loss_is_exactly_1_1_at_init_and_gradient_is_zero(small_unet):
+    unet, x, t, h, m = _pair(small_unet, ["red circle", "red", "circle"])
+    student, params = decoupling.trainable_copy(unet, decoupling.cogfd_params)
+    eps = models.denoise(student, x, t, h, m)
+    with torch.no_grad():
+        eps0 = models.denoise(unet, x, t, h, m)
+    loss, l_e, l_r = decoupling.cogfd_loss(eps, eps0, torch.tensor([True, False, False]))
+    assert l_e.item() == 0.0 and l_r.item() == 0.0
+    assert loss.item() == torch.tensor(1.1).item()  # 0.1 e^0 + e^0
+    grads = torch.autograd.grad(l_r, params, allow_unused=True)
+    assert all(g is None or torch.count_nonzero(g) == 0 for g in grads)
+
+
+def test_loss_matches_a_python_loop():
+    g = torch.Generator().manual_seed(1)
+    eps, eps0 = torch.randn(5, 3, 2, 2, generator=g), torch.randn(5, 3, 2, 2, generator=g)
+    is_erase = torch.tensor([True, False, True, False, False])
+    le = sum(((eps[i] - eps0[i]) ** 2).mean() for i in (0, 2)) / 2
+    lr = sum(((eps[i] - eps0[i]) ** 2).mean() for i in (1, 3, 4)) / 3
+    loss = decoupling.cogfd_loss(eps, eps0, is_erase)[0]
+    assert torch.allclose(loss, 0.1 * torch.exp(-le) + torch.exp(lr))
+
+
+@pytest.mark.parametrize("all_erase", [True, False])
+def test_no_nan_when_a_batch_lacks_erase_or_retain_prompts(all_erase):
+    eps = torch.randn(4, 3, 2, 2, requires_grad=True)
+    eps0 = torch.randn(4, 3, 2, 2)
+    rows = torch.full((4,), all_erase)
+    empty = ~rows if all_erase else rows
+    assert torch.isnan(torch.nn.functional.mse_loss(eps[empty], eps0[empty]))  # the bug guarded
+    loss = decoupling.cogfd_loss(eps, eps0, rows)[0]
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(eps.grad).all()
+
+
+def test_timesteps_stay_in_window_and_bad_windows_fail():
+    t = decoupling.window_timesteps(2000, 990, 1000, torch.Generator().manual_seed(0))
+    assert int(t.min()) == 990 and int(t.max()) == 999
+    with pytest.raises(ValueError, match="window"):
+        decoupling.window_timesteps(4, 10, 10, torch.Generator())
+
+
+def test_one_step_changes_only_cross_attention_q_k_out(small_unet):
+    unet, text = small_unet
+    images = torch.rand(2, 3, 8, 8) * 2 - 1
+    before = {k: v.clone() for k, v in unet.state_dict().items()}
+    edited, losses = decoupling.erase_cogfd(
+        unet,
+        text,
+        images,
+        ["red circle", "ruby circle"],
+        ["red", "circle"],
+        steps=2,
+        lr=1e-2,
+        batch=20,
+        t_window=(990, 1000),
+        erase_weight=0.1,
+        gen=torch.Generator().manual_seed(0),
+    )
+    changed = {k for k, v in edited.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed, "nothing was trained"
+    assert all("attn2" in k and "to_v" not in k for k in changed), changed
+    assert any("to_q" in k for k in changed) and any("to_out" in k for k in changed)
+    assert all(torch.equal(v, before[k]) for k, v in unet.state_dict().items())  # original kept
+    assert losses[0] == pytest.approx(1.1, abs=1e-6)
+
+
+def test_empty_erase_set_is_a_clear_error(small_unet):
+    unet, text = small_unet
+    with pytest.raises(ValueError, match="erase set is empty"):
+        decoupling.erase_cogfd(
+            unet,
+            text,
+            torch.zeros(1, 3, 8, 8),
+            [],
+            ["red"],
+            steps=1,
+            lr=1e-3,
+            batch=20,
+            t_window=(990, 1000),
+            erase_weight=0.1,
+            gen=torch.Generator(),
+        )
