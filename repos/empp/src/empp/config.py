@@ -1,0 +1,166 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`empp train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+TARGETS = ("u0", "gap", "mu")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for the split, initialisation and masking."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """Torch device (cpu, cuda, cuda:1, ...)."""
+    threads: int = 1
+    """Torch intra-op threads (1 on the shared 2-core CPU machine)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and checkpoints."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    resume: bool = False
+    """Continue from the last checkpoint in --out (skips training when it is complete)."""
+    method: str = "empp"
+    """Arm: supervised, empp, empp_nolabel, empp_pretrain, denoise, element_mask, schnet."""
+    task: str = "qm9"
+    """Data for `train`: qm9 (QM9-like property regression) or md (MD17-like energy+forces)."""
+    target: str = "gap"
+    """QM9-like label: u0 (MMFF energy, element references removed), gap (EHT), mu (dipole)."""
+    n_train: int = 192
+    """Training molecules of the QM9-like set."""
+    n_test: int = 96
+    """Test molecules of the QM9-like set."""
+    md_n_train: int = 96
+    """Training frames of the MD-like trajectory (the benchmark's MD part)."""
+    md_n_test: int = 64
+    """Test frames of the MD-like trajectory."""
+    n_pretrain: int = 96
+    """Extra unlabelled QM9-like molecules for EMPP pre-training (method empp_pretrain)."""
+    pretrain_epochs: int = 8
+    """EMPP-only pre-training epochs (over the extra molecules and the training geometries)."""
+    max_heavy: int = 9
+    """Largest molecule kept from rdkit's NCI SMILES (heavy atoms, C/N/O/F only)."""
+    hydrogens: bool = False
+    """Keep H atoms in the QM9-like set (labels are always computed with them)."""
+    md_molecule: str = "ethanol"
+    """MD-like system: ethanol, malonaldehyde, uracil or aspirin."""
+    md_temperature: float = 500.0
+    """Langevin temperature (K) of the MMFF94 trajectory."""
+    md_stride: int = 10
+    """MD steps (0.5 fs each) between stored frames."""
+    epochs: int = 20
+    """Training epochs over the training set."""
+    batch_size: int = 32
+    """Molecules per optimiser step."""
+    lr: float = 1e-2
+    """Peak AdamW learning rate, cosine decay to lr/100 after one warm-up epoch (paper: 5e-4)."""
+    weight_decay: float = 5e-3
+    """AdamW weight decay (paper: 5e-3)."""
+    force_weight: float = 10.0
+    """Weight of the force L1 loss on MD-like data (energy weight is 1)."""
+    irreps_hidden: str = "16x0e+4x1o+2x2e"
+    """Hidden node irreps of the NequIP-style network (paper: 128x0e+64x1e+32x2e)."""
+    num_layers: int = 2
+    """Interaction blocks."""
+    cutoff: float = 4.0
+    """Radius-graph cutoff of the backbone (Angstrom; paper 5)."""
+    head_cutoff: float = 5.0
+    """Neighbours of the masked atom that predict its position (Angstrom; paper 5)."""
+    num_basis: int = 8
+    """Bessel radial basis functions."""
+    num_mask: int = 1
+    """EMPP copies per molecule, each missing one different random atom."""
+    head_channels: int = 16
+    """Spherical functions per neighbour in the EMPP head (paper: 32)."""
+    grid_beta: int = 16
+    """S2 grid points in beta (paper: 100)."""
+    grid_alpha: int = 17
+    """S2 grid points in alpha (paper: 101)."""
+    num_radius_bins: int = 64
+    """Radius bins on [0, radius_max] in the EMPP head."""
+    radius_max: float = 6.0
+    """Largest radius bin centre (Angstrom)."""
+    temperature: float = 0.1
+    """Softmax temperature of the direction logits and targets (paper: 0.1)."""
+    aux_weight: float = 1.0
+    """Weight of the auxiliary loss (EMPP, denoising or element masking)."""
+    noise_std: float = 0.05
+    """Coordinate-denoising noise (Angstrom)."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(),
+    "full": Config(
+        name="full",
+        out="runs/full",
+        device="cuda",
+        n_train=900,
+        n_test=178,
+        max_heavy=12,
+        hydrogens=True,
+        cutoff=5.0,
+        epochs=300,
+        batch_size=128,
+        lr=5e-4,
+        irreps_hidden="128x0e+64x1o+32x2e",
+        num_layers=4,
+        head_channels=32,
+        grid_beta=100,
+        grid_alpha=101,
+        md_molecule="aspirin",
+        md_n_train=1000,
+        n_pretrain=0,
+        pretrain_epochs=100,
+        md_n_test=1000,
+        md_stride=20,
+    ),
+}
+
+METHODS = (
+    "supervised",
+    "empp",
+    "empp_nolabel",
+    "empp_pretrain",
+    "denoise",
+    "element_mask",
+    "schnet",
+)
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if cfg.epochs < 1:
+        raise ValueError(f"epochs must be >= 1, got {cfg.epochs}")
+    if cfg.lr <= 0:
+        raise ValueError(f"lr must be > 0, got {cfg.lr}")
+    if min(cfg.n_train, cfg.md_n_train) < 2 or min(cfg.n_test, cfg.md_n_test) < 1:
+        raise ValueError(
+            f"need n_train, md_n_train >= 2 and n_test, md_n_test >= 1, got {cfg.n_train}, "
+            f"{cfg.md_n_train}, {cfg.n_test}, {cfg.md_n_test}"
+        )
+    if cfg.batch_size < 1 or cfg.num_layers < 1 or cfg.num_mask < 1:
+        raise ValueError("batch_size, num_layers and num_mask must be >= 1")
+    if cfg.method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {cfg.method!r}")
+    if cfg.task not in ("qm9", "md"):
+        raise ValueError(f"task must be 'qm9' or 'md', got {cfg.task!r}")
+    if cfg.target not in TARGETS:
+        raise ValueError(f"target must be one of {TARGETS}, got {cfg.target!r}")
+    if cfg.cutoff <= 0 or cfg.radius_max <= 0 or cfg.temperature <= 0:
+        raise ValueError("cutoff, radius_max and temperature must be > 0")
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    if cfg.threads < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    return cfg

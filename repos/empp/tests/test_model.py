@@ -1,0 +1,72 @@
+"""The backbone: SE(3)/E(3) invariance of the energy, equivariance of forces, graph building."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from e3nn import o3
+
+from empp.data import Molecule
+from empp.model import EquivariantNet, collate, radius_graph
+
+
+def random_molecules(n_mols: int = 3, seed: int = 0) -> list[Molecule]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n_mols):
+        n = int(rng.integers(3, 7))
+        z = rng.choice([1, 6, 7, 8, 9], size=n)
+        out.append(Molecule(z, rng.normal(size=(n, 3)) * 1.2, {"e": float(rng.normal())}))
+    return out
+
+
+def energy_and_forces(net, mols, rot=None, shift=None):
+    b = collate(mols, "e", 0.0, 1.0)
+    pos = b.pos
+    if rot is not None:
+        pos = pos @ rot.T + shift
+    b.pos = pos.detach().requires_grad_(True)
+    energy, _ = net(b)
+    return energy.detach(), -torch.autograd.grad(energy.sum(), b.pos)[0]
+
+
+def test_energy_invariant_forces_equivariant():
+    torch.manual_seed(0)
+    net = EquivariantNet("8x0e+4x1o+2x2e", 2, 4.0, 6)
+    mols = random_molecules()
+    rot, shift = o3.rand_matrix(), torch.randn(3)
+    e0, f0 = energy_and_forces(net, mols)
+    e1, f1 = energy_and_forces(net, mols, rot, shift)
+    assert torch.allclose(e0, e1, atol=1e-4)
+    assert torch.allclose(f0 @ rot.T, f1, atol=1e-4)
+    assert f0.abs().max() > 1e-3  # not trivially zero
+
+
+def test_energy_invariant_to_reflection():
+    torch.manual_seed(1)
+    net = EquivariantNet("8x0e+4x1o+2x2e", 2, 4.0, 6)
+    mols = random_molecules(seed=1)
+    e0, _ = energy_and_forces(net, mols)
+    e1, _ = energy_and_forces(net, mols, -torch.eye(3), torch.zeros(3))
+    assert torch.allclose(e0, e1, atol=1e-4)
+
+
+def test_radius_graph_matches_brute_force():
+    mols = random_molecules(4, seed=2)
+    b = collate(mols, "e", 0.0, 1.0)
+    src, dst = radius_graph(b.pos, b.batch, 2.0)
+    got = set(zip(src.tolist(), dst.tolist()))
+    want = {
+        (i, j)
+        for i in range(len(b.pos))
+        for j in range(len(b.pos))
+        if i != j and b.batch[i] == b.batch[j] and float((b.pos[i] - b.pos[j]).norm()) < 2.0
+    }
+    assert got == want and want
+
+
+def test_irreps_must_start_with_scalars():
+    import pytest
+
+    with pytest.raises(ValueError, match="start with scalars"):
+        EquivariantNet("4x1o", 1, 4.0, 4)
