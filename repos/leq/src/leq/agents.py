@@ -1,0 +1,215 @@
+"""Training state and jitted update chunks of the model-based agents (LEQ, its ablations and the
+one-step model-based baseline), plus behaviour cloning and the MOPO-style dataset expansion.
+
+Updates run as `lax.scan` chunks of `rollout_every` steps; builders are cached on their static
+arguments so that every seed reuses one compilation.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from . import leq
+from . import world_model as wmod
+from .networks import Actor, Critic
+
+
+class HP(NamedTuple):
+    """Static hyper-parameters of a model-based agent (hashable: a jit cache key).
+
+    tau and beta are not here: they are traced arguments, so LEQ and LEQ-tau0.5 share a compile.
+    """
+
+    target: str  # "lambda" (LEQ) or "onestep"
+    actor_obj: str  # "dpg" (gradient of the targets through the model) or "q" (max Q(s, pi(s)))
+    actor_grad: str  # "jacrev" (official) or "recursive" (same numbers, one backward sweep)
+    gamma: float
+    lam: float
+    horizon: int
+    ema: float
+    actor_lr: float
+    critic_lr: float
+    steps: int
+    batch: int
+    widths: tuple[int, ...]
+    model_widths: tuple[int, ...]
+    obs_dim: int
+    act_dim: int
+    env: str
+
+
+class State(NamedTuple):
+    actor: dict
+    critic: dict
+    critic_ema: dict
+    actor_opt: tuple
+    critic_opt: tuple
+
+
+def optimisers(hp: HP):
+    """Actor: Adam with cosine decay (paper); critic: Adam."""
+    actor = optax.adam(optax.cosine_decay_schedule(hp.actor_lr, hp.steps))
+    return actor, optax.adam(hp.critic_lr)
+
+
+def init_state(hp: HP, key: jax.Array, actor_params: dict, critic_params: dict) -> State:
+    a_opt, c_opt = optimisers(hp)
+    return State(
+        actor_params,
+        critic_params,
+        critic_params,
+        a_opt.init(actor_params),
+        c_opt.init(critic_params),
+    )
+
+
+def _fns(hp: HP, wm):
+    actor, critic = Actor(hp.widths, hp.act_dim), Critic(hp.widths)
+    term = wmod.terminal_fn_for(hp.env)
+
+    def bind(actor_p, critic_p):
+        policy = lambda s: actor.apply(actor_p, s)  # noqa: E731
+        q_fn = lambda s, a: critic.apply(critic_p, s, a)  # noqa: E731
+        model = lambda s, a, k: wmod.sample_step(hp.model_widths, wm, s, a, k, term)  # noqa: E731
+        return policy, q_fn, model
+
+    return actor, critic, bind
+
+
+def update(
+    hp: HP, state: State, wm, data: dict, model_obs, model_count, key, tau, beta
+) -> tuple[State, dict]:
+    """One LEQ update (Algorithm 1): imagine from a model batch, critic step, actor step."""
+    actor, critic, bind = _fns(hp, wm)
+    a_opt, c_opt = optimisers(hp)
+    kd, km, ki = jax.random.split(key, 3)
+    n = data["observations"].shape[0]
+    b = jax.tree_util.tree_map(lambda x: x[jax.random.randint(kd, (hp.batch,), 0, n)], data)
+    s0 = model_obs[jax.random.randint(km, (hp.batch,), 0, model_count)]
+    keys = jax.random.split(ki, hp.batch)
+    policy, q_fn, model = bind(state.actor, state.critic)
+    if hp.actor_obj == "dpg":
+        grad_fn = (
+            leq.action_gradients if hp.actor_grad == "jacrev" else leq.action_gradients_recursive
+        )
+        grads, ret, ro = jax.vmap(
+            lambda s, k: grad_fn(
+                s, k, hp.act_dim, hp.horizon, policy, q_fn, model, hp.gamma, hp.lam, hp.target
+            )
+        )(s0, keys)
+    else:
+        zero = jnp.zeros((hp.horizon + 1, hp.act_dim))
+        ro = jax.vmap(lambda s, k: leq.imagine(s, k, zero, policy, q_fn, model))(s0, keys)
+        ret = jax.vmap(lambda r: leq.targets(r, hp.gamma, hp.lam, hp.target))(ro)
+        grads = None
+    ret = jax.lax.stop_gradient(ret)
+    t = jnp.arange(hp.horizon)
+    loss_w = ro.alive[:, :-1] * hp.gamma**t  # (B, H)
+    s_m, a_m = ro.states[:, :-1], jnp.clip(ro.actions[:, :-1], -1.0, 1.0)
+    y_data = b["rewards"] + hp.gamma * (1.0 - b["terminals"]) * q_fn(
+        b["next_observations"], policy(b["next_observations"])
+    )
+
+    def critic_loss(p):
+        return leq.critic_loss(
+            critic.apply(p, b["observations"], b["actions"]),
+            y_data,
+            critic.apply(p, s_m, a_m),
+            ret[:, :-1],
+            loss_w,
+            critic.apply(state.critic_ema, b["observations"], b["actions"]),
+            critic.apply(state.critic_ema, s_m, a_m),
+            tau,
+            beta,
+        )
+
+    def actor_loss(p):
+        if grads is None:  # one-step baseline: maximise Q(s_t, pi(s_t)) on imagined states
+            return -(ro.alive * q_fn(ro.states, actor.apply(p, ro.states))).mean()
+        w = jax.vmap(leq.expectile_weights, in_axes=(0, 0, None))(ret, ro.q, tau)
+        return leq.dpg_actor_loss(actor.apply(p, ro.states), grads, w)
+
+    lc, gc = jax.value_and_grad(critic_loss)(state.critic)
+    la, ga = jax.value_and_grad(actor_loss)(state.actor)
+    uc, c_opt_state = c_opt.update(gc, state.critic_opt, state.critic)
+    ua, a_opt_state = a_opt.update(ga, state.actor_opt, state.actor)
+    new_critic = optax.apply_updates(state.critic, uc)
+    ema = optax.incremental_update(new_critic, state.critic_ema, hp.ema)
+    new = State(optax.apply_updates(state.actor, ua), new_critic, ema, a_opt_state, c_opt_state)
+    return new, {"critic_loss": lc, "actor_loss": la, "q_model": ro.q.mean()}
+
+
+@functools.lru_cache(maxsize=None)
+def update_chunk(hp: HP, length: int):
+    """jit(lax.scan(update)) over `length` steps, cached per (hp, length)."""
+
+    @jax.jit
+    def run(state, wm, data, model_obs, model_count, key, tau, beta):
+        def body(s, k):
+            return update(hp, s, wm, data, model_obs, model_count, k, tau, beta)
+
+        state, info = jax.lax.scan(body, state, jax.random.split(key, length))
+        return state, jax.tree_util.tree_map(lambda x: x[-1], info)
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
+    """MOPO-style expansion: `length`-step rollouts of the stochastic policy from dataset states;
+    returns the visited states (n_states * length, obs_dim) of rollouts still alive."""
+    actor = Actor(hp.widths, hp.act_dim)
+    term = wmod.terminal_fn_for(hp.env)
+
+    @jax.jit
+    def run(actor_p, wm, data_obs, key):
+        k0, k1 = jax.random.split(key)
+        s = data_obs[jax.random.randint(k0, (n_states,), 0, data_obs.shape[0])]
+
+        def body(carry, k):
+            s, alive = carry
+            ka, km = jax.random.split(k)
+            a = actor.apply(actor_p, s) + noise * jax.random.normal(ka, (n_states, hp.act_dim))
+            a = jnp.clip(a, -1.0, 1.0)
+            step = lambda si, ai, ki: wmod.sample_step(hp.model_widths, wm, si, ai, ki, term)  # noqa: E731
+            nxt, _, t = jax.vmap(step)(s, a, jax.random.split(km, n_states))
+            new_alive = alive * (1.0 - t)
+            # a terminated rollout restarts at its dataset state so the buffer holds valid states
+            return (jnp.where(new_alive[:, None] > 0, nxt, s), new_alive), nxt
+
+        _, states = jax.lax.scan(body, (s, jnp.ones(n_states)), jax.random.split(k1, length))
+        return states.reshape(-1, s.shape[-1])
+
+    return run
+
+
+@functools.lru_cache(maxsize=None)
+def bc_fn(widths: tuple[int, ...], act_dim: int, batch: int, steps: int, lr: float):
+    """Behaviour cloning of the deterministic actor (the paper's optional BC pretraining)."""
+    actor = Actor(widths, act_dim)
+    opt = optax.adam(lr)
+
+    @jax.jit
+    def run(actor_p, data, key):
+        def body(carry, k):
+            p, o = carry
+            idx = jax.random.randint(k, (batch,), 0, data["observations"].shape[0])
+
+            def loss(q):
+                return (
+                    (actor.apply(q, data["observations"][idx]) - data["actions"][idx]) ** 2
+                ).mean()
+
+            g = jax.grad(loss)(p)
+            u, o = opt.update(g, o, p)
+            return (optax.apply_updates(p, u), o), None
+
+        (p, _), _ = jax.lax.scan(body, (actor_p, opt.init(actor_p)), jax.random.split(key, steps))
+        return p
+
+    return run

@@ -1,0 +1,148 @@
+"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics,
+update-speed figures, results JSON and figures."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from . import agents, baselines
+from .config import Config, validate
+from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .train import as_arrays, fit_world_model, init_params, iql_hp, load_data, make_hp
+from .train import train_and_evaluate
+
+PAPER = "leq"
+GAP_OVER_ONESTEP = 20.0  # points: LEQ success minus the one-step model-based baseline's
+IQL_SLACK = 10.0  # points: LEQ success may trail IQL by at most this much
+PAPER_ANTMAZE = {"LEQ": 94.4, "IQL": 87.5, "MB-onestep": 0.0}  # antmaze-umaze (MOBILE/MOPO: 0)
+
+
+def run_methods(cfg: Config, env: str, methods, metric: str) -> dict[str, list[float]]:
+    values: dict[str, list[float]] = {m: [] for m in methods}
+    for seed in cfg.seeds:
+        for name in methods:
+            run_cfg = dataclasses.replace(cfg, seed=seed, env=env)
+            workdir = Path(cfg.out) / env / name / f"seed{seed}"
+            values[name].append(train_and_evaluate(run_cfg, workdir, which=name)[metric])
+    return values
+
+
+def _timed(fn, *args):
+    start = time.perf_counter()
+    jax.block_until_ready(jax.tree_util.tree_leaves(fn(*args)))
+    return time.perf_counter() - start
+
+
+def performance(cfg: Config) -> list[dict]:
+    """Compile time and gradient updates per second after compilation (LEQ and IQL, maze)."""
+    run_cfg = dataclasses.replace(cfg, seed=cfg.seeds[0])
+    ds = load_data(run_cfg)
+    d = as_arrays(ds)
+    actor_p, critic_p, value_p = init_params(run_cfg, ds, jax.random.PRNGKey(0))
+    n, key = cfg.perf_steps, jax.random.PRNGKey(1)
+    rows = []
+    wm = fit_world_model(run_cfg, ds)
+    hp = make_hp(run_cfg, "LEQ", ds.observations.shape[1], ds.actions.shape[1])
+    st = agents.init_state(hp, key, actor_p, critic_p)
+    obs = jnp.asarray(ds.observations)
+    fn = agents.update_chunk(hp, n)
+    args = (st, wm, d, obs, obs.shape[0], key, jnp.float32(cfg.tau), jnp.float32(cfg.beta))
+    first, again = _timed(fn, *args), _timed(fn, *args)
+    rows.append(("LEQ", first, again))
+    ihp = iql_hp(run_cfg, ds.actions.shape[1])
+    ist = baselines.iql_init(ihp, actor_p, critic_p, value_p)
+    fn = baselines.iql_chunk(ihp, n)
+    first, again = _timed(fn, ist, d, key), _timed(fn, ist, d, key)
+    rows.append(("IQL", first, again))
+    out = []
+    for name, first, again in rows:
+        out.append(
+            {
+                "id": f"{name.lower()}-updates-per-s",
+                "what": f"{name} gradient updates per second after compilation ({cfg.env}, "
+                f"batch {cfg.batch}, H {cfg.horizon}, 1 CPU thread); compile_s = first call - "
+                "second call",
+                "ours_updates_per_s": round(n / again, 1),
+                "compile_s": round(max(first - again, 0.0), 2),
+                "ours_s": round(again / n, 5),
+            }
+        )
+    return out
+
+
+def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig_dir = Path(cfg.results_dir) / "figures"
+    panels = [(f"{cfg.env} ({cfg.dataset}) success rate %", maze_vals)]
+    if dense_vals:
+        panels.append((f"{cfg.dense_env} normalised return", dense_vals))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
+    for ax, (title, vals) in zip(axes[0], panels):
+        names = list(vals)
+        means = [sum(v) / len(v) for v in vals.values()]
+        ax.bar(names, means, color="tab:blue", alpha=0.6)
+        for i, v in enumerate(vals.values()):
+            ax.scatter([i] * len(v), v, color="k", s=12, zorder=3)
+        ax.set_title(title)
+        ax.tick_params(axis="x", rotation=30)
+    save_figure(fig, fig_dir / "scores.png")
+    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(4.5, 3.2))
+    ax.bar([p["id"].split("-")[0] for p in perf], [p["ours_updates_per_s"] for p in perf])
+    ax.set_ylabel("updates / s (after compile)")
+    save_figure(fig, fig_dir / "updates_per_s.png")
+    plt.close(fig)
+
+
+def run_bench(cfg: Config) -> dict:
+    validate(cfg)
+    start = time.perf_counter()
+    maze_vals = run_methods(cfg, cfg.env, cfg.methods, "success_rate")
+    dense_vals = {}
+    if cfg.dense_env:
+        dense_vals = run_methods(cfg, cfg.dense_env, cfg.dense_methods, "normalized_return")
+    metrics: dict[str, dict] = {}
+    for name, v in maze_vals.items():
+        metrics.setdefault(name, {})[f"{cfg.env}_success_rate"] = summarize(v)
+    for name, v in dense_vals.items():
+        metrics.setdefault(name, {})[f"{cfg.dense_env}_normalized_return"] = summarize(v)
+    claims = []
+    mean = {m: metrics[m][f"{cfg.env}_success_rate"]["mean"] for m in maze_vals}
+    if "LEQ" in mean and "MB-onestep" in mean:
+        claims.append(
+            claim(
+                "leq-beats-onestep-mb",
+                f"{cfg.env}: LEQ's success rate is at least {GAP_OVER_ONESTEP:.0f} points above "
+                "the one-step model-based baseline (tau 0.5, beta 0.95)",
+                "antmaze-umaze LEQ 94.4 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0",
+                f"{mean['LEQ']:.1f} vs {mean['MB-onestep']:.1f}",
+                mean["LEQ"] - mean["MB-onestep"] >= GAP_OVER_ONESTEP,
+            )
+        )
+    if "LEQ" in mean and "IQL" in mean:
+        claims.append(
+            claim(
+                "leq-at-least-iql-minus-10",
+                f"{cfg.env}: LEQ's success rate is at least IQL's minus {IQL_SLACK:.0f} points",
+                "antmaze-umaze LEQ 94.4 vs IQL 87.5; AntMaze total 470.4 vs 378.0",
+                f"{mean['LEQ']:.1f} vs {mean['IQL']:.1f}",
+                mean["LEQ"] >= mean["IQL"] - IQL_SLACK,
+            )
+        )
+    perf = performance(cfg)
+    doc = results_document(
+        PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
+        cfg.device, perf,
+    )  # fmt: skip
+    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    make_figures(cfg, maze_vals, dense_vals, perf)
+    return doc

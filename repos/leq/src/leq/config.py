@@ -1,0 +1,200 @@
+"""Configuration: one frozen dataclass, one docstring line per field, and the presets.
+
+Every field is a command-line flag (`leq train --help`). Presets are plain instances; a
+command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+Defaults that come from the paper / official code are marked (paper).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+ENVS = ("umaze", "medium", "large", "pendulum")
+METHODS = ("LEQ", "IQL", "MB-onestep", "LEQ-tau0.5", "LEQ-onestep")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str = "quick"
+    """Preset name; the benchmark writes results/<name>.json."""
+    seed: int = 0
+    """Random seed for data, initialisation and sampling."""
+    seeds: tuple[int, ...] = (0, 1, 2)
+    """Seeds the benchmark runs over."""
+    device: str = "cpu"
+    """JAX platform (cpu, gpu); the quick preset runs on cpu."""
+    threads: int = 1
+    """CPU threads for XLA (set before jax is imported by the CLI)."""
+    out: str = "runs/quick"
+    """Folder for config.json, metrics.json and checkpoints."""
+    results_dir: str = "results"
+    """Folder the benchmark writes <name>.json and figures/ into."""
+    quiet: bool = False
+    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    method: str = "LEQ"
+    """Method that `train` runs: LEQ, IQL, MB-onestep, LEQ-tau0.5 or LEQ-onestep."""
+    methods: tuple[str, ...] = METHODS
+    """Methods the benchmark runs on the maze."""
+    dense_methods: tuple[str, ...] = ("LEQ", "IQL")
+    """Methods the benchmark runs on the dense-reward task (Pendulum)."""
+    env: str = "umaze"
+    """Task for `train`: umaze, medium, large (point-mass mazes) or pendulum."""
+    dense_env: str = "pendulum"
+    """Dense-reward task of the benchmark ('' skips it)."""
+    dataset: str = "diverse"
+    """Maze behaviour data: play or diverse (pendulum always uses medium-replay)."""
+    dataset_path: str = ""
+    """Local Minari dataset folder (MINARI_DATASETS_PATH root) to train on instead of generated data."""
+    dataset_id: str = ""
+    """Minari dataset id inside --dataset-path, e.g. pointmaze/umaze-diverse-v0."""
+    n_transitions: int = 100_000
+    """Transitions in the generated dataset."""
+    episode_len: int = 100
+    """Length of one behaviour episode (cut short where it reaches the goal)."""
+    eval_episodes: int = 50
+    """Evaluation episodes (vectorised in JAX)."""
+    hidden: int = 256
+    """Width of actor and critic MLPs (paper: 256)."""
+    layers: int = 3
+    """Hidden layers of actor and critic MLPs (paper: 3)."""
+    model_members: int = 7
+    """World-model ensemble members (paper: 7)."""
+    model_elites: int = 5
+    """Elite members used for imagination (paper: 5)."""
+    model_hidden: int = 200
+    """World-model hidden width (paper: 200)."""
+    model_layers: int = 4
+    """World-model hidden layers (paper: 4)."""
+    model_steps: int = 20_000
+    """World-model training steps."""
+    model_lr: float = 3e-4
+    """World-model learning rate (paper: 3e-4)."""
+    bc_steps: int = 0
+    """Behaviour-cloning steps that initialise the deterministic actor (paper's optional pretraining)."""
+    steps: int = 1_000_000
+    """Gradient updates of actor and critic (paper: 1e6)."""
+    batch: int = 256
+    """Batch size of dataset and model batches (paper: 256)."""
+    horizon: int = 10
+    """Imagination horizon H (paper: 10)."""
+    gamma: float = 0.997
+    """Discount (paper: 0.997)."""
+    lam: float = 0.95
+    """Lambda of the lambda-returns (paper: 0.95)."""
+    beta: float = 0.25
+    """Weight of the model-data critic loss vs the dataset loss (paper: 0.25)."""
+    tau: float = 0.1
+    """Lower expectile of LEQ (paper: 0.1 on AntMaze)."""
+    ema: float = 0.005
+    """EMA rate of the critic copy used as a regulariser (paper: 0.005)."""
+    actor_grad: str = "recursive"
+    """How dQ^lambda_t/da_t is computed: jacrev (official, H+1 reverse passes) or recursive
+    (one backward sweep; equal to jacrev to float precision, tested)."""
+    actor_lr: float = 3e-5
+    """Actor learning rate with cosine decay (paper: 3e-5)."""
+    critic_lr: float = 1e-4
+    """Critic learning rate (paper: 1e-4)."""
+    rollout_every: int = 1000
+    """Updates between MOPO-style dataset expansions (paper: 1000)."""
+    rollout_states: int = 50_000
+    """Dataset states each expansion starts from (paper: 50k)."""
+    rollout_len: int = 5
+    """Length of expansion rollouts with the stochastic policy (paper: 5)."""
+    rollout_retain: int = 5
+    """Expansions kept in the model buffer (paper: 5)."""
+    policy_std: float = 0.2
+    """Std of the exploration noise of the stochastic policy in expansion rollouts."""
+    mb_tau: float = 0.5
+    """Expectile of the one-step model-based baseline (MOPO/MOBILE style: 0.5)."""
+    mb_beta: float = 0.95
+    """Model-data weight of the one-step model-based baseline (MOBILE: 0.95)."""
+    iql_expectile: float = 0.9
+    """IQL value expectile (IQL AntMaze: 0.9)."""
+    iql_temperature: float = 10.0
+    """IQL advantage temperature (IQL AntMaze: 10)."""
+    perf_steps: int = 200
+    """Updates timed for the updates-per-second figure."""
+
+
+PRESETS: dict[str, Config] = {
+    "quick": Config(
+        n_transitions=40_000,
+        hidden=64,
+        layers=2,
+        model_members=4,
+        model_elites=3,
+        model_hidden=64,
+        model_layers=2,
+        model_steps=1000,
+        model_lr=1e-3,
+        bc_steps=500,
+        steps=1000,
+        batch=64,
+        horizon=5,
+        actor_lr=3e-4,
+        critic_lr=3e-4,
+        rollout_every=500,
+        rollout_states=2000,
+        perf_steps=500,
+    ),
+    "full": Config(
+        name="full",
+        out="runs/full",
+        device="gpu",
+        seeds=(0, 1, 2, 3, 4),
+        env="large",
+        n_transitions=1_000_000,
+        episode_len=1000,
+        eval_episodes=100,
+        bc_steps=200_000,
+    ),
+}
+
+
+def validate(cfg: Config) -> Config:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    if not 0.0 < cfg.tau < 1.0:
+        raise ValueError(f"tau must lie in (0, 1), got {cfg.tau}")
+    if not 0.0 < cfg.mb_tau < 1.0 or not 0.0 < cfg.iql_expectile < 1.0:
+        raise ValueError(
+            f"mb_tau and iql_expectile must lie in (0, 1), got {cfg.mb_tau}, {cfg.iql_expectile}"
+        )
+    if cfg.horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {cfg.horizon}")
+    if cfg.steps < 1:
+        raise ValueError(f"steps must be >= 1, got {cfg.steps}")
+    for field in ("batch", "rollout_every", "rollout_states", "rollout_len", "rollout_retain"):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    if not 0.0 <= cfg.beta <= 1.0 or not 0.0 <= cfg.mb_beta <= 1.0:
+        raise ValueError(f"beta and mb_beta must lie in [0, 1], got {cfg.beta}, {cfg.mb_beta}")
+    if not 0.0 < cfg.gamma < 1.0 or not 0.0 <= cfg.lam <= 1.0:
+        raise ValueError(f"need gamma in (0, 1) and lam in [0, 1], got {cfg.gamma}, {cfg.lam}")
+    if not 1 <= cfg.model_elites <= cfg.model_members:
+        raise ValueError(
+            f"model_elites must be in [1, model_members={cfg.model_members}], "
+            f"got {cfg.model_elites}"
+        )
+    if cfg.actor_grad not in ("jacrev", "recursive"):
+        raise ValueError(f"actor_grad must be jacrev or recursive, got {cfg.actor_grad!r}")
+    if cfg.env not in ENVS:
+        raise ValueError(f"env must be one of {ENVS}, got {cfg.env!r}")
+    if cfg.dense_env not in ("", "pendulum"):
+        raise ValueError(f"dense_env must be 'pendulum' or '', got {cfg.dense_env!r}")
+    if cfg.dataset not in ("play", "diverse"):
+        raise ValueError(f"dataset must be play or diverse, got {cfg.dataset!r}")
+    for m in (cfg.method, *cfg.methods, *cfg.dense_methods):
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r}; expected one of {METHODS}")
+    if bool(cfg.dataset_path) != bool(cfg.dataset_id):
+        raise ValueError("--dataset-path and --dataset-id must be given together")
+    if cfg.n_transitions < cfg.batch or cfg.episode_len < 2 or cfg.eval_episodes < 1:
+        raise ValueError(
+            f"need n_transitions >= batch, episode_len >= 2, eval_episodes >= 1; got "
+            f"{cfg.n_transitions}, {cfg.episode_len}, {cfg.eval_episodes}"
+        )
+    if not cfg.seeds:
+        raise ValueError("seeds must name at least one seed")
+    if cfg.threads < 1:
+        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    return cfg

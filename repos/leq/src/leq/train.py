@@ -1,0 +1,194 @@
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import serialization
+from tqdm import tqdm
+
+from . import agents, baselines, data, maze, pendulum
+from . import world_model as wmod
+from .config import Config, validate
+from .data import Dataset
+from .networks import Actor, Critic, Value, with_stats
+from .results import atomic_write_bytes, atomic_write_json
+
+_CACHE: dict = {}  # datasets and world models shared by the methods of one seed
+
+
+def _cached(key, make):
+    if key not in _CACHE:
+        _CACHE[key] = make()
+    return _CACHE[key]
+
+
+def load_data(cfg: Config) -> Dataset:
+    if cfg.dataset_path:
+        return _cached(
+            ("minari", cfg.dataset_path, cfg.dataset_id),
+            lambda: data.load_minari(cfg.dataset_path, cfg.dataset_id),
+        )
+    key = ("gen", cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed)
+    return _cached(
+        key,
+        lambda: data.make_dataset(
+            cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed
+        ),
+    )
+
+
+def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
+    key = ("wm", cfg.env, cfg.dataset, cfg.dataset_path, cfg.dataset_id, cfg.n_transitions, cfg.episode_len, cfg.seed,
+           cfg.model_members, cfg.model_elites, cfg.model_hidden, cfg.model_layers, cfg.model_steps, cfg.model_lr)  # fmt: skip
+    widths = (cfg.model_hidden,) * cfg.model_layers
+    return _cached(
+        key,
+        lambda: wmod.fit(ds, cfg.model_members, cfg.model_elites, widths, cfg.model_steps, cfg.model_lr, cfg.seed),
+    )  # fmt: skip
+
+
+def as_arrays(ds: Dataset) -> dict:
+    return {k: jnp.asarray(v) for k, v in ds._asdict().items() if k != "timeouts"}
+
+
+def init_params(cfg: Config, ds: Dataset, key):
+    widths = (cfg.hidden,) * cfg.layers
+    obs_dim, act_dim = ds.observations.shape[1], ds.actions.shape[1]
+    mean, std = ds.observations.mean(0), ds.observations.std(0) + 1e-3
+    ka, kc, kv = jax.random.split(key, 3)
+    o, a = jnp.zeros((1, obs_dim)), jnp.zeros((1, act_dim))
+    actor = with_stats(Actor(widths, act_dim).init(ka, o), mean, std)
+    critic = with_stats(Critic(widths).init(kc, o, a), mean, std)
+    value = with_stats(Value(widths).init(kv, o), mean, std)
+    return actor, critic, value
+
+
+def tau_beta(cfg: Config, which: str) -> tuple[float, float]:
+    tau, beta, _, _ = baselines.VARIANTS[which]
+    tau = cfg.tau if tau is None else (getattr(cfg, tau) if isinstance(tau, str) else tau)
+    return tau, cfg.beta if beta is None else getattr(cfg, beta)
+
+
+def make_hp(cfg: Config, which: str, obs_dim: int, act_dim: int) -> agents.HP:
+    _, _, target, actor_obj = baselines.VARIANTS[which]
+    return agents.HP(
+        target, actor_obj, cfg.actor_grad, cfg.gamma, cfg.lam, cfg.horizon, cfg.ema, cfg.actor_lr,
+        cfg.critic_lr, cfg.steps, cfg.batch, (cfg.hidden,) * cfg.layers,
+        (cfg.model_hidden,) * cfg.model_layers, obs_dim, act_dim, cfg.env,
+    )  # fmt: skip
+
+
+def chunk_lengths(steps: int, every: int) -> list[int]:
+    return [every] * (steps // every) + ([steps % every] if steps % every else [])
+
+
+def _bar(cfg: Config, total: int, desc: str):
+    return tqdm(total=total, desc=desc, disable=cfg.quiet or not sys.stderr.isatty(), leave=False)
+
+
+def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
+    """Algorithm 1: world model, optional BC, then expansion + update chunks. Returns actor params."""
+    wm = fit_world_model(cfg, ds)
+    d = as_arrays(ds)
+    hp = make_hp(cfg, which, ds.observations.shape[1], ds.actions.shape[1])
+    tau, beta = (jnp.float32(v) for v in tau_beta(cfg, which))
+    k_init, k_bc, key = jax.random.split(key, 3)
+    actor_p, critic_p, _ = init_params(cfg, ds, k_init)
+    if cfg.bc_steps:
+        bc = agents.bc_fn(hp.widths, hp.act_dim, cfg.batch, cfg.bc_steps, cfg.critic_lr)
+        actor_p = bc(actor_p, d, k_bc)
+    state = agents.init_state(hp, key, actor_p, critic_p)
+    expand = agents.expansion_fn(hp, cfg.rollout_states, cfg.rollout_len, cfg.policy_std)
+    buffer: list = []
+    with _bar(cfg, cfg.steps, which) as bar:
+        for length in chunk_lengths(cfg.steps, cfg.rollout_every):
+            key, ke, ku = jax.random.split(key, 3)
+            buffer = (buffer + [expand(state.actor, wm, d["observations"], ke)])[
+                -cfg.rollout_retain :
+            ]
+            model_obs = jnp.concatenate(buffer)
+            run = agents.update_chunk(hp, length)
+            state, info = run(state, wm, d, model_obs, model_obs.shape[0], ku, tau, beta)
+            bar.update(length)
+            bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
+    return {"actor": state.actor, "critic": state.critic, "info": info}
+
+
+def iql_hp(cfg: Config, act_dim: int) -> baselines.IQLHP:
+    return baselines.IQLHP(
+        cfg.iql_expectile, cfg.iql_temperature, cfg.gamma, cfg.ema, cfg.critic_lr, cfg.steps,
+        cfg.batch, (cfg.hidden,) * cfg.layers, act_dim,
+    )  # fmt: skip
+
+
+def train_iql(cfg: Config, ds: Dataset, key) -> dict:
+    d = as_arrays(ds)
+    hp = iql_hp(cfg, ds.actions.shape[1])
+    k_init, key = jax.random.split(key)
+    st = baselines.iql_init(hp, *init_params(cfg, ds, k_init))
+    with _bar(cfg, cfg.steps, "IQL") as bar:
+        for length in chunk_lengths(cfg.steps, cfg.rollout_every):
+            key, k = jax.random.split(key)
+            st, info = baselines.iql_chunk(hp, length)(st, d, k)
+            bar.update(length)
+            bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
+    return {"actor": st.actor, "critic": st.critic, "info": info}
+
+
+def evaluate_actor(cfg: Config, actor_p: dict, act_dim: int, key) -> dict[str, float]:
+    actor = Actor((cfg.hidden,) * cfg.layers, act_dim)
+    policy = lambda obs: actor.apply(actor_p, obs)  # noqa: E731
+    if cfg.env == "pendulum":
+        return pendulum.evaluate_policy(policy, key, cfg.eval_episodes)
+    return maze.evaluate_policy(maze.make_maze(cfg.env), policy, key, cfg.eval_episodes)
+
+
+def train_and_evaluate(
+    cfg: Config, workdir: str | Path, which: str | None = None
+) -> dict[str, float]:
+    """Train one method (cfg.method unless `which`) for cfg.seed; returns its metrics.
+
+    Writes workdir/config.json first, then checkpoint.msgpack and metrics.json.
+    """
+    validate(cfg)
+    which = which or cfg.method
+    if which not in baselines.VARIANTS and which != "IQL":
+        raise ValueError(f"unknown method {which!r}")
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
+    ds = load_data(cfg)
+    if not cfg.dataset_path and cfg.env != "pendulum" and ds.observations.shape[1] != 4:
+        raise ValueError("maze data must have 4-D observations")
+    key = jax.random.PRNGKey(cfg.seed)
+    k_train, k_eval = jax.random.split(key)
+    out = (
+        train_iql(cfg, ds, k_train)
+        if which == "IQL"
+        else train_model_based(cfg, which, ds, k_train)
+    )
+    metrics = evaluate_actor(cfg, out["actor"], ds.actions.shape[1], k_eval)
+    metrics.update({f"final_{k}": float(v) for k, v in out["info"].items()})
+    metrics["dataset_transitions"] = float(len(ds.rewards))
+    blob = serialization.to_bytes({"actor": out["actor"], "critic": out["critic"]})
+    atomic_write_bytes(workdir / "checkpoint.msgpack", blob)
+    atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def evaluate(workdir: str | Path) -> dict[str, float]:
+    """Read back the metrics a previous `train` wrote into workdir."""
+    path = Path(workdir) / "metrics.json"
+    if not path.exists():
+        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+    return json.loads(path.read_text())
+
+
+__all__ = ["train_and_evaluate", "evaluate", "np"]

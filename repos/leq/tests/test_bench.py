@@ -1,0 +1,24 @@
+"""The benchmark writes a results file in the meta-repo schema with computed claims."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_bench_writes_schema_claims_and_figures(readme_run):
+    folder = readme_run[0]
+    doc = json.loads((folder / "results" / "quick.json").read_text())
+    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
+        assert key in doc
+    assert {"LEQ", "IQL", "MB-onestep"} <= set(doc["metrics"])
+    ids = {c["id"] for c in doc["claims"]}
+    assert ids == {"leq-beats-onestep-mb", "leq-at-least-iql-minus-10"}
+    for c in doc["claims"]:
+        assert isinstance(c["holds"], bool) and c["paper"]
+    leq = doc["metrics"]["LEQ"]["umaze_success_rate"]["mean"]
+    mb = doc["metrics"]["MB-onestep"]["umaze_success_rate"]["mean"]
+    gap = next(c for c in doc["claims"] if c["id"] == "leq-beats-onestep-mb")
+    assert gap["holds"] == (leq - mb >= 20.0)
+    assert {p["id"] for p in doc["performance"]} == {"leq-updates-per-s", "iql-updates-per-s"}
+    assert all(p["ours_updates_per_s"] > 0 for p in doc["performance"])
+    assert (folder / "results" / "figures" / "scores.png").stat().st_size > 0
