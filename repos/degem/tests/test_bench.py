@@ -35,3 +35,7 @@ def test_bench_writes_schema(tiny):
     assert len(doc["metrics"]) >= 2 and len(doc["claims"]) == 3 and len(doc["performance"]) == 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert (Path(tiny.results_dir) / "figures" / "auroc.png").exists()
+    assert (Path(tiny.results_dir) / "figures" / "ablation_energy_bn.png").exists()
+    assert doc["ablation"]["default"] == tiny.energy_bn == "joint"
+    for name in doc["ablation"]["methods"]:
+        assert "heterophilic/avg_auroc" in doc["metrics"][name]

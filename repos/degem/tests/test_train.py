@@ -50,6 +50,7 @@ def test_ood_metrics_match_sklearn_and_closed_form():
         ("ood_classes", (7,), "ood_classes must name existing classes"),
         ("ood_classes", (0, 1, 2, 3), "fewer than 2 in-distribution classes"),
         ("pattern", "ring", "pattern must be one of"),
+        ("energy_bn", "batch", "energy_bn must be one of"),
     ],
 )
 def test_bad_config_raises_clear_error(field, value, message):

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from . import baselines, data
-from .config import Config
+from .config import ENERGY_BN, Config
 from .degem import DeGEM, hop_features, normalized_adjacency
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
 from .train import METHODS, SHIFTS, train_and_evaluate
@@ -29,6 +29,12 @@ GRAPHS = {  # name -> (edge homophily, where inter-class edges go)
 GNNSAFE_MIN_DROP = 15.0  # AUROC points GNNSafe must lose from homophilic to heterophilic
 DEGEM_MAX_DROP = 5.0  # AUROC points DeGEM may lose over the same change
 MIN_MARGIN = 10.0  # AUROC points DeGEM must lead GNNSafe by on the heterophilic graph
+ABLATION_GRAPHS = ("homophilic", "heterophilic")  # energy-head batch norm ablation (reported only)
+ABLATION_SEEDS = 2  # the ablation runs the first two of the preset's seeds, to fit the time budget
+
+
+def ablation_name(mode: str) -> str:
+    return f"DeGEM[energy_bn={mode}]"
 
 
 def _time_epochs(step, reps: int) -> float:
@@ -76,7 +82,10 @@ def epoch_times(cfg: Config, reps: int = 20) -> dict[str, float]:
 
 def compute_claims(metrics: dict) -> list[dict]:
     """The issue's claims, each decided by a threshold on the measured mean AUROCs."""
-    avg = {m: {gr: metrics[m][f"{gr}/avg_auroc"]["mean"] for gr in GRAPHS} for m in metrics}
+    avg = {
+        m: {gr: metrics[m][f"{gr}/avg_auroc"]["mean"] for gr in GRAPHS}
+        for m in ("DeGEM", "GNNSafe")
+    }
     drop = {m: avg[m]["homophilic"] - avg[m]["heterophilic"] for m in ("GNNSafe", "DeGEM")}
     margin = avg["DeGEM"]["heterophilic"] - avg["GNNSafe"]["heterophilic"]
     return [
@@ -132,6 +141,44 @@ def plot_auroc(metrics: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def plot_ablation(metrics: dict, default: str, n_seeds: int, path: Path) -> None:
+    """AUROC per shift of DeGEM under each energy_bn mode, on the ablation graphs and seeds."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = {mode: "DeGEM" if mode == default else ablation_name(mode) for mode in ENERGY_BN}
+    fig, axes = plt.subplots(1, len(ABLATION_GRAPHS), figsize=(4.2 * len(ABLATION_GRAPHS), 3.4))
+    width = 0.8 / len(ENERGY_BN)
+    for ax, gr in zip(axes, ABLATION_GRAPHS):
+        for i, mode in enumerate(ENERGY_BN):
+            keys = [f"{gr}/{s}_auroc" for s in SHIFTS] + [f"{gr}/avg_auroc"]
+            vals = [np.asarray(metrics[names[mode]][k]["values"][:n_seeds]) for k in keys]
+            ax.bar(
+                np.arange(4) + i * width,
+                [v.mean() for v in vals],
+                width,
+                yerr=[v.std() for v in vals],
+                label=f"energy_bn={mode}" + (" (default)" if mode == default else ""),
+            )
+        ax.set_xticks(np.arange(4) + 0.4 - width / 2, [*SHIFTS, "average"])
+        ax.set_title(f"DeGEM, {gr} (h={GRAPHS[gr][0]}), seeds 0-{n_seeds - 1}")
+        ax.set_ylim(0, 105)
+        ax.axhline(50, color="grey", lw=0.8, ls="--")
+    axes[0].set_ylabel("AUROC (%)")
+    axes[-1].legend(fontsize=7, loc="lower right")
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def _collect(per_method: dict, out: dict, gr: str, rename: dict[str, str]) -> None:
+    for key, value in out.items():
+        method, _, metric = key.partition("/")
+        if method in rename:
+            per_method.setdefault(rename[method], {}).setdefault(f"{gr}/{metric}", []).append(value)
+
+
 def run_bench(cfg: Config) -> dict:
     start = time.perf_counter()
     per_method: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
@@ -139,10 +186,17 @@ def run_bench(cfg: Config) -> dict:
         for seed in cfg.seeds:
             run_cfg = dataclasses.replace(cfg, seed=seed, homophily=h, pattern=pattern)
             out = train_and_evaluate(run_cfg, Path(cfg.out) / gr / f"seed{seed}")
-            for key, value in out.items():
-                method, _, metric = key.partition("/")
-                if method in per_method:
-                    per_method[method].setdefault(f"{gr}/{metric}", []).append(value)
+            _collect(per_method, out, gr, {m: m for m in METHODS})
+    ablation_seeds = cfg.seeds[:ABLATION_SEEDS]
+    for mode in (m for m in ENERGY_BN if m != cfg.energy_bn):
+        for gr in ABLATION_GRAPHS:
+            h, pattern = GRAPHS[gr]
+            for seed in ablation_seeds:
+                run_cfg = dataclasses.replace(
+                    cfg, seed=seed, homophily=h, pattern=pattern, energy_bn=mode
+                )
+                out = train_and_evaluate(run_cfg, Path(cfg.out) / f"bn-{mode}" / gr / f"seed{seed}")
+                _collect(per_method, out, gr, {"DeGEM": ablation_name(mode)})
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     times = epoch_times(cfg)
     performance = [
@@ -164,9 +218,20 @@ def run_bench(cfg: Config) -> dict:
         },
     ]
     plot_auroc(metrics, Path(cfg.results_dir) / "figures" / "auroc.png")
+    plot_ablation(
+        metrics, cfg.energy_bn, len(ablation_seeds),
+        Path(cfg.results_dir) / "figures" / "ablation_energy_bn.png",
+    )  # fmt: skip
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, compute_claims(metrics),
         time.perf_counter() - start, cfg.device, performance,
     )  # fmt: skip
+    doc["ablation"] = {
+        "what": "DeGEM energy-head batch norm in training (reported only, no claim)",
+        "default": cfg.energy_bn,
+        "methods": {ablation_name(m): m for m in ENERGY_BN if m != cfg.energy_bn},
+        "graphs": list(ABLATION_GRAPHS),
+        "seeds": list(ablation_seeds),
+    }
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

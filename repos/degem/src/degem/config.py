@@ -75,6 +75,8 @@ class Config:
     """Replay buffer holds buffer_factor x (training nodes) chains."""
     buffer_prob: float = 0.95
     """Fraction of SGLD chains restarted from the replay buffer."""
+    energy_bn: str = "joint"
+    """Energy-head batch norm: 'joint' (data + SGLD samples in one batch), 'separate', 'none'."""
     reg: float = 1.0
     """Weight of the energy magnitude penalty E(z)^2 + E(z~)^2."""
     cls_weight: float = 0.1
@@ -107,6 +109,7 @@ PRESETS: dict[str, Config] = {
 }
 
 PATTERNS = ("random", "cyclic")
+ENERGY_BN = ("joint", "separate", "none")
 
 
 def validate(cfg: Config) -> Config:
@@ -140,6 +143,8 @@ def validate(cfg: Config) -> Config:
         raise ValueError(f"mean_degree must be > 0, got {cfg.mean_degree}")
     if cfg.threads < 1:
         raise ValueError(f"threads must be >= 1, got {cfg.threads}")
+    if cfg.energy_bn not in ENERGY_BN:
+        raise ValueError(f"energy_bn must be one of {ENERGY_BN}, got {cfg.energy_bn!r}")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
     return cfg

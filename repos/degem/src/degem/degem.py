@@ -50,15 +50,17 @@ class MultiHopEncoder(nn.Module):
 
 
 class EnergyHead(nn.Module):
-    """Conditional energy E(z; c) = MLP([z, rho c]): linear, ReLU, batch norm, linear (CE)."""
+    """Conditional energy E(z; c) = MLP([z, rho c]): linear, ReLU, batch norm, linear (CE).
 
-    def __init__(self, dim: int, hidden: int, rho: float):
+    With batch_norm=False the batch norm layer is left out (energy_bn = 'none').
+    """
+
+    def __init__(self, dim: int, hidden: int, rho: float, batch_norm: bool = True):
         super().__init__()
         self.rho = rho
         in_dim = 2 * dim if rho != 0 else dim
-        self.net = nn.Sequential(
-            nn.Linear(in_dim, hidden), nn.ReLU(), nn.BatchNorm1d(hidden), nn.Linear(hidden, 1)
-        )
+        norm = nn.BatchNorm1d(hidden) if batch_norm else nn.Identity()
+        self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), norm, nn.Linear(hidden, 1))
 
     def forward(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         if self.rho != 0:
@@ -96,7 +98,9 @@ class DeGEM(nn.Module):
         self.cfg = cfg
         self.encoder = MultiHopEncoder(in_dim, cfg.hidden, cfg.hops, cfg.dropout)
         self.disc = nn.Linear(cfg.hidden, cfg.hidden, bias=False)
-        self.head = EnergyHead(cfg.hidden, cfg.energy_hidden, cfg.rho)
+        self.head = EnergyHead(
+            cfg.hidden, cfg.energy_hidden, cfg.rho, batch_norm=cfg.energy_bn != "none"
+        )
         self.classifier = nn.Linear(cfg.hidden, n_classes)
         self.p: torch.Tensor | None = None
         self.register_buffer("c", torch.zeros(cfg.hidden))
@@ -124,6 +128,19 @@ class DeGEM(nn.Module):
         self.buffer = z if self.buffer is None else torch.cat([z, self.buffer])[:keep]
         return z
 
+    def energies(self, z: torch.Tensor, n_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Train-mode energies of the (detached) data z and of n_samples fresh SGLD negatives.
+
+        'separate' (official code): data and samples pass the head's batch norm as two batches,
+        so each batch's mean energy is pinned to the output bias; 'joint': one batch of both, so
+        data and samples are normalised by the same statistics; 'none': no batch norm.
+        """
+        if self.cfg.energy_bn == "separate":
+            e_data = self.head(z, self.c)  # updates the running statistics before sampling
+            return e_data, self.head(self.negatives(n_samples), self.c)
+        e = self.head(torch.cat([z, self.negatives(n_samples)]), self.c)
+        return e[: z.shape[0]], e[z.shape[0] :]
+
     def loss(self, hops_x, x, adj, train_idx, y) -> dict[str, torch.Tensor]:
         """One recurrent update (Alg. 1): energy MLE on detached z, DGI with ERo, classifier CE."""
         cfg = self.cfg
@@ -131,8 +148,7 @@ class DeGEM(nn.Module):
         perm = torch.randperm(x.shape[0], device=x.device)
         z_neg = self.encoder(hop_features(x[perm], adj, cfg.hops, cfg.beta))
         self.c = energy_readout(z.detach(), self.p, cfg.gamma)
-        e_all = self.head(z.detach(), self.c)
-        e_sample = self.head(self.negatives(train_idx.numel()), self.c)
+        e_all, e_sample = self.energies(z.detach(), train_idx.numel())
         l_energy = contrastive_divergence(e_all[train_idx], e_sample, cfg.reg)
         self.p = torch.softmax(-e_all, dim=0).detach()
         c = energy_readout(z, self.p, cfg.gamma)

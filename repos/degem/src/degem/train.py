@@ -142,7 +142,10 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         "structure": data.structure_shift(g, cfg.n_classes, cfg.seed),
         "feature": data.feature_shift(g, cfg.seed),
     }
-    to_dev = lambda gr: data.Graph(gr.x.to(dev), gr.edge_index.to(dev), gr.y.to(dev))
+
+    def to_dev(gr: data.Graph) -> data.Graph:
+        return data.Graph(gr.x.to(dev), gr.edge_index.to(dev), gr.y.to(dev))
+
     g = to_dev(g)
     per_shift: dict[str, dict[str, torch.Tensor | tuple]] = {}
     scorer, id_scores, test_id, _, acc = run_setting(cfg, g, ())
