@@ -24,7 +24,14 @@ def test_bench_writes_schema(tiny):
         "performance",
     ):
         assert key in doc
-    assert set(doc["metrics"]) == {"tokenizer_floor", "gst", "nvs_only", "pose_only", "cnn_pose"}
+    assert set(doc["metrics"]) == {
+        "tokenizer_floor",
+        "chance_pose",
+        "gst",
+        "nvs_only",
+        "pose_only",
+        "cnn_pose",
+    }
     assert len(doc["claims"]) == 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert {p["id"] for p in doc["performance"]} == {"train-step", "sample-segment"}

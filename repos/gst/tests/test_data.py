@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gst.data import BACKGROUND, make_pairs
-from gst.geometry import rays_to_camera
+from gst.data import BACKGROUND, make_pairs, random_object, render, sample_cameras
+from gst.geometry import rays_to_camera, relative_pose
 
 
 def test_pairs_are_deterministic_in_seed():
@@ -31,3 +31,31 @@ def test_rays_encode_the_relative_camera():
 def test_bad_sizes_are_clear_errors():
     with pytest.raises(ValueError, match="n_objects"):
         make_pairs(4, 12, 0, seed=0)
+
+
+def test_relative_rotation_is_target_times_observation_transpose():
+    """R_rel = R_t R_o^T (camera frame of the observation, which is the identity): rendering the
+    object from the observation camera composed with the relative pose gives the target view.
+    The transposed convention R_o^T R_t would render a different image."""
+    rng = np.random.default_rng(5)
+    shapes = random_object(rng)
+    r_o, t_o = sample_cameras(rng, 3)
+    r_t, t_t = sample_cameras(rng, 3)
+    r_rel, t_rel = relative_pose(r_o, t_o, r_t, t_t)
+    composed_r = r_rel @ r_o
+    composed_t = np.einsum("nij,nj->ni", r_rel, t_o) + t_rel
+    target = render(shapes, r_t, t_t, 16)
+    assert np.allclose(render(shapes, composed_r, composed_t, 16), target, atol=1e-6)
+    wrong_r = np.swapaxes(r_o, -1, -2) @ r_t @ r_o
+    assert np.abs(render(shapes, wrong_r, t_t, 16) - target).mean() > 0.01
+
+
+def test_views_carry_the_rotation():
+    """Views are informative: the same camera renders the same image, other cameras do not, and
+    objects are off-centre (not a blob at the image centre)."""
+    p = make_pairs(16, 16, 1, seed=2)
+    mask = np.abs(p.obs - BACKGROUND).sum(-1) > 1e-3
+    ys, xs = np.nonzero(mask.any(0))
+    assert mask.mean() < 0.7 and len(set(xs)) > 4 and len(set(ys)) > 4
+    diffs = np.abs(p.obs[:, None] - p.obs[None]).mean((2, 3, 4))
+    assert (diffs[~np.eye(16, dtype=bool)] > 1e-3).all()

@@ -15,7 +15,7 @@ import torch
 from . import sequence
 from .config import Config, validate
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import build_model, prepare, tokenizer_floor, train_and_evaluate
+from .train import build_model, chance_floor, prepare, tokenizer_floor, train_and_evaluate
 
 PAPER = "gst"
 POSE_MARGIN = 3.0
@@ -126,7 +126,10 @@ def run_bench(cfg: Config) -> dict:
     per_method: dict[str, dict[str, list[float]]] = {}
     for seed in cfg.seeds:
         run_cfg = dataclasses.replace(cfg, seed=seed)
-        runs = {"tokenizer_floor": lambda c=run_cfg: tokenizer_floor(c)}
+        runs = {
+            "tokenizer_floor": lambda c=run_cfg: tokenizer_floor(c),
+            "chance_pose": lambda c=run_cfg: chance_floor(c),
+        }
         for name in cfg.methods:
             workdir = Path(cfg.out) / f"seed{seed}" / name
             runs[name] = lambda c=run_cfg, w=workdir, m=name: train_and_evaluate(c, w, m)

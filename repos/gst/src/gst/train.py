@@ -208,6 +208,20 @@ def tokenizer_floor(cfg: Config) -> dict[str, float]:
     return out
 
 
+def chance_floor(cfg: Config) -> dict[str, float]:
+    """Pose metrics of the best image-blind guess: one constant camera for every test pair, the
+    chordal mean of the training relative rotations (projected onto SO(3)) and the mean centre.
+    A pose model that does not beat this has learned nothing from the images."""
+    prep = prepare(cfg)
+    u, _, vt = np.linalg.svd(prep.train.rotation.mean(0))
+    r = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
+    centre = camera_centre(prep.train.rotation, prep.train.translation).mean(0)
+    n = len(prep.test.rotation)
+    r_all = np.broadcast_to(r, (n, 3, 3))
+    t_all = np.broadcast_to(-r @ centre, (n, 3))
+    return pose_metrics(r_all, t_all, prep.test.rotation, prep.test.translation)
+
+
 def _images(p: Pairs, device) -> tuple[torch.Tensor, torch.Tensor]:
     return (
         torch.from_numpy(p.obs).permute(0, 3, 1, 2).to(device),
