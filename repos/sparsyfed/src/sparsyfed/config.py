@@ -50,7 +50,7 @@ class Config:
     batch_size: int = 16
     """Local mini-batch size."""
     lr0: float = 0.5
-    """Initial learning rate of the exponential schedule lr_t = lr0 (lr_final/lr0)^(t/(T-1))."""
+    """Initial learning rate of the exponential schedule lr_t = lr0 (lr_final/lr0)^(t/T)."""
     lr_final: float = 0.01
     """Learning rate of the last round."""
     weight_decay: float = 1e-3

@@ -32,8 +32,12 @@ State = dict[str, torch.Tensor]
 
 
 def lr_at(cfg: Config, server_round: int) -> float:
-    """Exponential schedule lr_t = lr0 (lr_final/lr0)^((t-1)/(T-1)), t = 1..T (official client)."""
-    frac = (server_round - 1) / max(cfg.rounds - 1, 1)
+    """Exponential schedule lr_t = lr0 (lr_final/lr0)^(t/T), t = 1..T.
+
+    As the official `LRScheduler` (warmup_rounds = 0) with Flower's 1-based round: round 1
+    already trains at lr0 (lr_final/lr0)^(1/T) < lr0, and round T at exactly lr_final.
+    """
+    frac = server_round / cfg.rounds
     return cfg.lr0 * (cfg.lr_final / cfg.lr0) ** frac
 
 

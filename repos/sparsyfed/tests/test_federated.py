@@ -1,0 +1,37 @@
+"""The round structure against the official client (LR schedule, when and what is pruned)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from sparsyfed.config import PRESETS
+from sparsyfed.federated import client_round, lr_at, new_model, state_of
+from sparsyfed.powerprop import sparsy_layers
+
+
+def test_lr_schedule_matches_official_lrscheduler():
+    """Official `LRScheduler(lr0, lr_f, T, warmup_rounds=0)(t)` = lr0 exp((t/T) log(lr_f/lr0))."""
+    cfg = dataclasses.replace(PRESETS["quick"], lr0=0.5, lr_final=0.01, rounds=30)
+    for t in (1, 2, 15, 30):
+        official = 0.5 * math.exp((t / 30) * math.log(0.01 / 0.5))
+        assert lr_at(cfg, t) == pytest.approx(official, rel=1e-12)
+    assert lr_at(cfg, 1) < cfg.lr0  # round 1 already decays: no undecayed first round
+    assert lr_at(cfg, cfg.rounds) == pytest.approx(cfg.lr_final)
+
+
+@pytest.mark.parametrize("method", ["sparsyfed", "topk"])
+def test_round_one_upload_is_pruned_in_omega_including_output_layer(tiny, method):
+    """No dense warm-up: round 1's upload is already at s, as zeros of the stored omega, and
+    global pruning covers every conv/linear layer (the official `get_parameters_to_prune`
+    leaves `_first_layer=False`, so no layer, not even the output layer, is protected)."""
+    cfg = dataclasses.replace(tiny, method=method, sparsity=0.9)
+    model = new_model(cfg)
+    names = [f"{n}.weight" for n, _ in sparsy_layers(model)]
+    assert names[-1].startswith(list(dict(model.named_children()))[-1])  # output layer listed
+    state, _ = client_round(cfg, model, state_of(model), client=0, server_round=1)
+    zeros = sum(int((state[n] == 0).sum()) for n in names)
+    total = sum(state[n].numel() for n in names)
+    assert zeros == round(0.9 * total)
