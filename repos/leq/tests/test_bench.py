@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from leq.bench import compare
+
 
 def test_bench_writes_schema_claims_and_figures(readme_run):
     folder = readme_run[0]
@@ -18,7 +20,21 @@ def test_bench_writes_schema_claims_and_figures(readme_run):
     leq = doc["metrics"]["LEQ"]["umaze_success_rate"]["mean"]
     mb = doc["metrics"]["MB-onestep"]["umaze_success_rate"]["mean"]
     gap = next(c for c in doc["claims"] if c["id"] == "leq-beats-onestep-mb")
-    assert gap["holds"] == (leq - mb >= 20.0)
+    assert gap["holds"] == (leq - mb >= 20.0 and max(leq, mb) > 0)
+    iql = doc["metrics"]["IQL"]["umaze_success_rate"]["mean"]
+    vs_iql = next(c for c in doc["claims"] if c["id"] == "leq-at-least-iql-minus-10")
+    assert vs_iql["holds"] == (leq >= iql - 10.0 and max(leq, iql) > 0)
     assert {p["id"] for p in doc["performance"]} == {"leq-updates-per-s", "iql-updates-per-s"}
     assert all(p["ours_updates_per_s"] > 0 for p in doc["performance"])
     assert (folder / "results" / "figures" / "scores.png").stat().st_size > 0
+
+
+def test_claim_with_no_signal_does_not_hold():
+    """0 vs 0 passes 'LEQ >= IQL - 10' numerically but carries no information."""
+    assert compare({"LEQ": 0.0, "IQL": 0.0}, True) == (
+        False,
+        "no signal: every compared method scores 0",
+    )
+    assert compare({"LEQ": 0.0, "MB-onestep": 0.0}, False)[0] is False
+    assert compare({"LEQ": 40.0, "IQL": 0.0}, True) == (True, "")
+    assert compare({"LEQ": 0.0, "IQL": 40.0}, False) == (False, "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import h5py
 import jax
@@ -9,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from leq import data, maze, pendulum
+from leq import agents, data, maze, pendulum, train
+from leq.config import PRESETS
 
 
 @pytest.mark.parametrize("name", ["umaze", "medium", "large"])
@@ -90,3 +93,29 @@ def test_bad_datasets_raise_clear_errors(tmp_path):
         data.load_minari(tmp_path, "pointmaze/bad-v0")
     with pytest.raises(ValueError, match="cannot read"):
         data.load_minari(tmp_path, "pointmaze/absent-v0")
+
+
+def test_umaze_data_reaches_goal_and_eval_is_solvable():
+    """The behaviour data reaches the eval goal, the scripted goal controller solves the eval,
+    a do-nothing policy does not (the success metric is neither always 0 nor always 100)."""
+    ds = data.maze_dataset("umaze", "diverse", 4000, 50, seed=0)
+    assert ds.terminals.sum() > 0 and (ds.rewards[ds.terminals > 0] == 0).all()
+    m = maze.make_maze("umaze")
+    key = jax.random.PRNGKey(0)
+    assert maze.evaluate_policy(m, maze.goal_controller(m), key, 16)["success_rate"] == 100.0
+    still = maze.evaluate_policy(m, lambda o: jnp.zeros((o.shape[0], 2)), key, 16)
+    assert still["success_rate"] == 0.0
+
+
+def test_bc_of_goal_controller_solves_eval_through_evaluate_actor():
+    """A trained actor is evaluated deterministically with its own observation normalisation:
+    cloning the scripted goal controller on dataset states must score > 0 via evaluate_actor."""
+    ds = data.maze_dataset("umaze", "diverse", 4000, 50, seed=0)
+    m = maze.make_maze("umaze")
+    ds = ds._replace(actions=np.asarray(maze.goal_controller(m)(jnp.asarray(ds.observations))))
+    cfg = dataclasses.replace(PRESETS["quick"], hidden=32, layers=2, eval_episodes=16)
+    actor_p, _, _ = train.init_params(cfg, ds, jax.random.PRNGKey(0))
+    actor_p = agents.bc_fn((32, 32), 2, 64, 1500, 3e-3)(
+        actor_p, train.as_arrays(ds), jax.random.PRNGKey(1)
+    )
+    assert train.evaluate_actor(cfg, actor_p, 2, jax.random.PRNGKey(2))["success_rate"] > 50.0

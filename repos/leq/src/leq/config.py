@@ -119,17 +119,17 @@ class Config:
 PRESETS: dict[str, Config] = {
     "quick": Config(
         n_transitions=40_000,
-        hidden=64,
+        hidden=128,  # brief gives no quick width; paper 3x256 is ~4x the cost per update
         layers=2,
-        model_members=4,
+        model_members=4,  # brief: 3-5 members
         model_elites=3,
-        model_hidden=64,
+        model_hidden=128,  # brief: 2x128 world model
         model_layers=2,
         model_steps=1000,
         model_lr=1e-3,
         bc_steps=500,
-        steps=1000,
-        batch=64,
+        steps=1000,  # brief: about 3k; 1k fits the 5-minute CPU budget (README Deviations)
+        batch=128,  # brief: 128
         horizon=5,
         actor_lr=3e-4,
         critic_lr=3e-4,

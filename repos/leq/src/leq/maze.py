@@ -143,3 +143,23 @@ def evaluate_policy(maze: Maze, policy, key: jax.Array, episodes: int) -> dict[s
     init = (obs0, jnp.zeros(episodes), jnp.zeros(episodes))
     (_, done, t), _ = jax.lax.scan(body, init, None, length=maze.horizon)
     return {"success_rate": float(100.0 * done.mean()), "episode_steps": float(t.mean())}
+
+
+def goal_controller(maze: Maze):
+    """Scripted BFS-waypoint controller to the eval goal (the data controller without noise).
+
+    Returns a batched policy obs (n, 4) -> action (n, 2); used to check that the evaluation
+    can be solved at all (it reaches the umaze goal in every episode)."""
+    walls, cells = jnp.asarray(maze.walls), jnp.asarray(maze.free_cells)
+    index = -np.ones(maze.walls.shape, dtype=np.int32)
+    index[maze.free_cells[:, 0], maze.free_cells[:, 1]] = np.arange(len(maze.free_cells))
+    gr, gc = np.round(maze.goal[::-1]).astype(int)
+    goal_idx, index, table = int(index[gr, gc]), jnp.asarray(index), jnp.asarray(maze.next_cell)
+
+    def one(obs):
+        here = cell_of(walls, obs[:2])
+        waypoint = cells[table[goal_idx, index[here[0], here[1]]]][::-1].astype(jnp.float32)
+        v_des = jnp.clip(0.5 * (waypoint - obs[:2]), -0.3, 0.3)
+        return jnp.clip(10.0 * (v_des - DAMPING * obs[2:]), -1.0, 1.0)
+
+    return jax.vmap(one)

@@ -47,9 +47,15 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, reason: str = ""
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `reason` says why a
+    claim does not hold when that is not the threshold itself (e.g. "no signal")."""
+    out = {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    if reason:
+        out["reason"] = reason
+    return out
 
 
 def git_commit() -> str | None:
