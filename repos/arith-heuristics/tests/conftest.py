@@ -11,7 +11,7 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 torch.set_num_threads(1)
 
-from arith_heuristics.config import PRESETS  # noqa: E402
+from arith_heuristics.config import PRESETS
 
 TINY = {
     "max_operand": 10,

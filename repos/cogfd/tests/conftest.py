@@ -14,18 +14,18 @@ from cogfd.config import PRESETS
 
 torch.set_num_threads(1)
 
-TINY = dict(
-    pretrain_steps=2,
-    pretrain_batch=8,
-    oracle_steps=2,
-    erase_steps=2,
-    eval_samples=2,
-    ddim_steps=2,
-    n_train_images=2,
-    seeds=(0,),
-    window_ablation=(900,),
-    quiet=True,
-)
+TINY = {
+    "pretrain_steps": 2,
+    "pretrain_batch": 8,
+    "oracle_steps": 2,
+    "erase_steps": 2,
+    "eval_samples": 2,
+    "ddim_steps": 2,
+    "n_train_images": 2,
+    "seeds": (0,),
+    "window_ablation": (900,),
+    "quiet": True,
+}
 """Flags that shrink any preset to a seconds-long run (also used on the README commands)."""
 
 

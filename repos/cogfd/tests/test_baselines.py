@@ -29,7 +29,7 @@ def test_uce_maps_the_concept_onto_the_anchor(small_unet):
     from cogfd import models
 
     with torch.no_grad():
-        h, m = models.encode(text, ["red circle", "blue circle"])
+        h, _m = models.encode(text, ["red circle", "blue circle"])
     originals = dict(unet.named_modules())
     for name, mod in edited.named_modules():
         if name.endswith("attn2"):

@@ -25,7 +25,7 @@ def test_synonyms_and_subtypes_share_oracle_classes():
 
 
 def test_tokenizer_keeps_bos_and_rejects_unknown_words():
-    ids, mask = data.tokenize(["", "red circle"])
+    _ids, mask = data.tokenize(["", "red circle"])
     assert mask.tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
     with pytest.raises(ValueError, match="'purple' is not a known colour"):
         data.tokenize(["purple circle"])

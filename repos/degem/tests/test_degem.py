@@ -175,7 +175,7 @@ def test_every_energy_bn_mode_trains_and_scores(mode):
     has_bn = any(isinstance(m, torch.nn.BatchNorm1d) for m in model.head.modules())
     assert has_bn == (mode != "none")
     assert all(p.grad is not None for p in model.head.parameters())
-    score, logits = model.score_and_logits(hops)
+    score, _logits = model.score_and_logits(hops)
     assert score.shape == (hops.shape[1],) and torch.isfinite(score).all()
     again, _ = _trained_step_model(mode)[0].score_and_logits(hops)
     assert torch.equal(score, again)  # same seed, same numbers

@@ -37,7 +37,7 @@ def test_every_arm_runs(tiny, tmp_path, method):
 def test_pretraining_pool_is_disjoint_and_head_is_evaluated(tiny, tmp_path):
     cfg = dataclasses.replace(tiny, method="empp_pretrain")
     train, test, _, _, pool = load_split(cfg)
-    key = lambda m: m.pos.tobytes()  # noqa: E731
+    key = lambda m: m.pos.tobytes()
     assert len(pool) == cfg.n_pretrain
     assert not {key(m) for m in pool} & {key(m) for m in train + test}
     metrics = train_and_evaluate(cfg, tmp_path)

@@ -9,9 +9,9 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
-from gst.config import PRESETS  # noqa: E402
+from gst.config import PRESETS
 
 torch.set_num_threads(1)
 

@@ -19,10 +19,10 @@ os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
 
-import pytest  # noqa: E402
+import pytest
 
-from leq.cli import main  # noqa: E402
-from leq.config import PRESETS  # noqa: E402
+from leq.cli import main
+from leq.config import PRESETS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -87,9 +87,9 @@ def _linear_toy(obs_dim=3, act_dim=2, seed=0):
     rng = np.random.default_rng(seed)
     A, B = rng.normal(size=(obs_dim, obs_dim)) * 0.3, rng.normal(size=(obs_dim, act_dim))
     K, c, d, e = (rng.normal(size=s) for s in ((act_dim, obs_dim), obs_dim, act_dim, obs_dim))
-    policy = lambda s: jnp.tanh(K @ s)  # noqa: E731
-    q_fn = lambda s, a: c @ s + d @ a + 0.1 * (a @ a)  # noqa: E731
-    model = lambda s, a, k: (A @ s + B @ a, e @ s, jnp.zeros(()))  # noqa: E731
+    policy = lambda s: jnp.tanh(K @ s)
+    q_fn = lambda s, a: c @ s + d @ a + 0.1 * (a @ a)
+    model = lambda s, a, k: (A @ s + B @ a, e @ s, jnp.zeros(()))
     return policy, q_fn, model, jnp.asarray(rng.normal(size=obs_dim))
 
 
@@ -148,7 +148,7 @@ def test_recursive_action_gradient_equals_jacrev(kind):
     s0 = s0.astype(jnp.float32)
     for seed in range(3):
         args = (s0, jax.random.PRNGKey(seed), 2, 4, policy, q_fn, model, 0.9, 0.7, kind)
-        g1, r1, ro = leq.action_gradients(*args)
+        g1, r1, _ro = leq.action_gradients(*args)
         g2, r2, _ = leq.action_gradients_recursive(*args)
         np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(r2, r1, rtol=1e-6)

@@ -21,7 +21,7 @@ def test_world_model_fits_linear_system():
     r = s[:, 0] - a[:, 1]
     ds = Dataset(s, a, r, nxt, np.zeros(n, np.float32), np.zeros(n, np.float32))
     wm = world_model.fit(ds, members=2, elites=1, widths=(32,), steps=400, lr=5e-3, seed=0)
-    never = lambda o: jnp.zeros(o.shape[:-1])  # noqa: E731
+    never = lambda o: jnp.zeros(o.shape[:-1])
     test_s = jnp.asarray(rng.normal(size=(200, 3)), jnp.float32)
     test_a = jnp.asarray(rng.uniform(-1, 1, size=(200, 2)), jnp.float32)
     keys = jax.random.split(jax.random.PRNGKey(0), 200)

@@ -9,26 +9,26 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from regent.config import PRESETS  # noqa: E402
+from regent.config import PRESETS
 
-TINY = dict(
-    n_train_tasks=2,
-    n_test_tasks=1,
-    train_demos=4,
-    n_retrieved=4,
-    d_model=16,
-    n_layers=1,
-    n_heads=2,
-    steps=3,
-    batch_size=8,
-    bc_steps=3,
-    mtbc_steps=3,
-    demo_counts=(1, 2),
-    eval_episodes=2,
-    ablation_sizes=(1, 2, 4),
-    ablation_demos=2,
-    quiet=True,
-)
+TINY = {
+    "n_train_tasks": 2,
+    "n_test_tasks": 1,
+    "train_demos": 4,
+    "n_retrieved": 4,
+    "d_model": 16,
+    "n_layers": 1,
+    "n_heads": 2,
+    "steps": 3,
+    "batch_size": 8,
+    "bc_steps": 3,
+    "mtbc_steps": 3,
+    "demo_counts": (1, 2),
+    "eval_episodes": 2,
+    "ablation_sizes": (1, 2, 4),
+    "ablation_demos": 2,
+    "quiet": True,
+}
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ def test_grid_expert_reaches_goal_by_shortest_path():
     obs, _ = env.reset(seed=0)
     start_dist = env._dist[env._cell]
     for t in range(1, env.horizon + 1):
-        obs, reward, terminated, truncated, _ = env.step(env.expert_action(obs))
+        obs, reward, terminated, _truncated, _ = env.step(env.expert_action(obs))
         if terminated:
             break
     assert terminated and t == start_dist and reward == pytest.approx(1 - 0.9 * t / env.horizon)

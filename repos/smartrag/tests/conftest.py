@@ -15,23 +15,23 @@ from smartrag.config import PRESETS
 
 torch.set_num_threads(1)
 
-TINY = dict(
-    n_entities=12,
-    n_values=3,
-    n_distractors=4,
-    n_layer=1,
-    d_model=32,
-    n_head=2,
-    pretrain_steps=3,
-    sft_steps=3,
-    lm_batch=8,
-    ppo_iterations=2,
-    ppo_batch=8,
-    ppo_minibatch=8,
-    seeds=(0, 1),
-    swap_retriever=False,
-    quiet=True,
-)
+TINY = {
+    "n_entities": 12,
+    "n_values": 3,
+    "n_distractors": 4,
+    "n_layer": 1,
+    "d_model": 32,
+    "n_head": 2,
+    "pretrain_steps": 3,
+    "sft_steps": 3,
+    "lm_batch": 8,
+    "ppo_iterations": 2,
+    "ppo_batch": 8,
+    "ppo_minibatch": 8,
+    "seeds": (0, 1),
+    "swap_retriever": False,
+    "quiet": True,
+}
 
 
 @pytest.fixture

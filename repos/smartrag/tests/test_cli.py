@@ -46,11 +46,36 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
     shrink = [
-        *(
-            "--n-entities 12 --n-values 3 --n-distractors 4 --n-layer 1 --d-model 32 --n-head 2"
-            " --pretrain-steps 2 --sft-steps 2 --lm-batch 8 --ppo-iterations 1 --ppo-batch 8"
-            " --ppo-minibatch 8 --seeds 0 --quiet --no-swap-retriever"
-        ).split()
+        *[
+            "--n-entities",
+            "12",
+            "--n-values",
+            "3",
+            "--n-distractors",
+            "4",
+            "--n-layer",
+            "1",
+            "--d-model",
+            "32",
+            "--n-head",
+            "2",
+            "--pretrain-steps",
+            "2",
+            "--sft-steps",
+            "2",
+            "--lm-batch",
+            "8",
+            "--ppo-iterations",
+            "1",
+            "--ppo-batch",
+            "8",
+            "--ppo-minibatch",
+            "8",
+            "--seeds",
+            "0",
+            "--quiet",
+            "--no-swap-retriever",
+        ]
     ]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv

@@ -33,7 +33,7 @@ def test_pretraining_states_head_facts_and_aliases_only(world):
 def test_head_facts_repeat_by_popularity(world):
     lines = pretraining_text(world, 8)
     first, last_head = world.questions[0], [q for q in world.questions if q.head][-1]
-    count = lambda q: sum(line.startswith(f"Q {q.text} ") for line in lines)  # noqa: E731
+    count = lambda q: sum(line.startswith(f"Q {q.text} ") for line in lines)
     assert count(first) > count(last_head) >= 2
 
 

@@ -65,7 +65,7 @@ def test_quota_mask_forces_answer():
 
 
 def test_episodes_respect_the_quota_and_count_turns():
-    cfg, world, codec, policy = _setup()
+    _cfg, world, codec, policy = _setup()
     r = make_retriever("bm25", world.documents)
     qs = world.questions[:6]
     always = np.ones(len(qs), bool)

@@ -10,13 +10,13 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("FLWR_TELEMETRY_ENABLED", "0")
 
-import torch  # noqa: E402
+import torch
 
-from sparsyfed.config import PRESETS  # noqa: E402
+from sparsyfed.config import PRESETS
 
 torch.set_num_threads(1)
 
-SHRINK = dict(rounds=2, n_clients=4, clients_per_round=2, seeds=(0,), flower_rounds=0)
+SHRINK = {"rounds": 2, "n_clients": 4, "clients_per_round": 2, "seeds": (0,), "flower_rounds": 0}
 
 
 @pytest.fixture

@@ -43,7 +43,7 @@ def test_lda_bad_input_errors():
 
 
 def test_digits_split_is_deterministic():
-    (xa, ya), (xt, yt) = load_digits(0)
+    (xa, ya), (_xt, yt) = load_digits(0)
     (xb, yb), _ = load_digits(0)
     assert xa.shape[1:] == (1, 8, 8) and float(xa.max()) <= 1.0
     assert len(ya) + len(yt) == 1797 and (xa == xb).all() and (ya == yb).all()
@@ -64,7 +64,7 @@ def write_tiny_cifar(folder, n=6, seed=0):
 
 def test_cifar_loader_reads_python_batches(tmp_path):
     batches = write_tiny_cifar(tmp_path / "cifar")
-    (xtr, ytr), (xte, yte) = load_cifar10(tmp_path / "cifar")
+    (xtr, ytr), (xte, _yte) = load_cifar10(tmp_path / "cifar")
     assert xtr.shape == (12, 3, 32, 32) and xte.shape == (6, 3, 32, 32)
     assert ytr.tolist() == batches["data_batch_1"][1] + batches["data_batch_2"][1]
     raw = batches["data_batch_1"][0][0].reshape(3, 32, 32)[1, 0, 0] / 255.0

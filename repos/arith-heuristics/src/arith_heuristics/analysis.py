@@ -113,7 +113,7 @@ def analyse_operator(ctx: Context, operator: str, seed: int) -> dict:
     corr = float(np.corrcoef(exact.ravel().numpy(), attrib.ravel().numpy())[0, 1])
 
     def keep_top(frac: float) -> dict[int, torch.Tensor]:
-        n_keep = max(1, int(round(frac * parts.d_mlp)))
+        n_keep = max(1, round(frac * parts.d_mlp))
         out = {}
         for li, layer in enumerate(ctx.layers):
             m = torch.zeros(parts.d_mlp, dtype=torch.bool)
@@ -261,7 +261,7 @@ def top_by_attribution(ctx: Context, clean: Prompts, cf: Prompts) -> dict[int, t
         torch.as_tensor(cf.result),
         cfg.n_numbers,
     )
-    n_keep = max(1, int(round(cfg.top_frac * ctx.parts.d_mlp)))
+    n_keep = max(1, round(cfg.top_frac * ctx.parts.d_mlp))
     out = {}
     for li, layer in enumerate(ctx.layers):
         m = torch.zeros(ctx.parts.d_mlp, dtype=torch.bool)

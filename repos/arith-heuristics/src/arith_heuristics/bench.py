@@ -9,6 +9,8 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import itertools
+
 import matplotlib.pyplot as plt
 
 from .config import OPERATORS, Config, validate
@@ -85,7 +87,7 @@ def claims_from(metrics: dict, cfg: Config) -> list[dict]:
             "overlap of each checkpoint's heuristic neurons with the final model's rises monotonically",
             "Pythia-6.9B: overlap with the final heuristics grows gradually over training",
             ", ".join(f"{o:.2f}" for o in overlap),
-            all(b >= a for a, b in zip(overlap, overlap[1:])),
+            all(b >= a for a, b in itertools.pairwise(overlap)),
         ),
     ]
 

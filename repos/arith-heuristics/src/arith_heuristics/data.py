@@ -108,7 +108,7 @@ def all_legal(operators: tuple[str, ...], max_operand: int, n_numbers: int) -> P
 def split(prompts: Prompts, train_frac: float, seed: int) -> tuple[Prompts, Prompts]:
     """Random train/held-out split of the legal prompts (deterministic in the seed)."""
     perm = np.random.default_rng(seed).permutation(len(prompts))
-    n = int(round(train_frac * len(prompts)))
+    n = round(train_frac * len(prompts))
     return prompts.subset(np.sort(perm[:n])), prompts.subset(np.sort(perm[n:]))
 
 

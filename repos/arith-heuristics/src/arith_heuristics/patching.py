@@ -22,7 +22,7 @@ def effect(
 
     p_clean = P and p_patched = P* are [N, vocab] probabilities; r, r_cf are [N] token ids.
     """
-    pick = lambda p, t: p.gather(1, t[:, None])[:, 0].clamp_min(EPS)  # noqa: E731
+    pick = lambda p, t: p.gather(1, t[:, None])[:, 0].clamp_min(EPS)
     up = (pick(p_patched, r_cf) - pick(p_clean, r_cf)) / pick(p_clean, r_cf)
     down = (pick(p_clean, r) - pick(p_patched, r)) / pick(p_patched, r)
     return 0.5 * (up + down)
@@ -96,7 +96,7 @@ def neuron_effects(
             rows = torch.arange(c * n)
             cols = ids.repeat_interleave(n)
 
-            def edit(i, x, L=layer, cols=cols, rows=rows, c=c):
+            def edit(i, x, L=layer, cols=cols, rows=rows, c=c, src=src):
                 if i != L:
                     return None
                 x = x.clone()

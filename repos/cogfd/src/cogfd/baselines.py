@@ -91,7 +91,7 @@ def concept_ablation(
     with torch.no_grad():
         h, m = models.encode(text_encoder, [concept] * n)
         ha, ma = models.encode(text_encoder, [anchor] * n)
-    select = lambda name: "attn2" in name and ("to_k" in name or "to_v" in name)  # noqa: E731
+    select = lambda name: "attn2" in name and ("to_k" in name or "to_v" in name)
     student, params = trainable_copy(unet, select)
     sched = models.make_scheduler()
 

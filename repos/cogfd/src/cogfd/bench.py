@@ -14,9 +14,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from .config import Config, validate
+from .evaluate import eval_prompts, evaluate_model, relative_to_original
 from .models import sample
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .evaluate import eval_prompts, evaluate_model, relative_to_original
 from .train import erase_with, prepare, run_seed
 
 PAPER = "cogfd"

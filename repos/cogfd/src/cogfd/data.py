@@ -7,7 +7,6 @@ most one colour word and one shape word; the renderer draws a matching 16x16 (qu
 
 from __future__ import annotations
 
-
 import torch
 
 # Colour words -> (oracle class, mean RGB in [0, 1]). crimson/scarlet are red hue variants

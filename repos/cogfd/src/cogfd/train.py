@@ -135,7 +135,7 @@ def _images_of(stage: Stage, prompt: str, n: int, cfg: Config, gen: torch.Genera
 def erase_with(name: str, stage: Stage, cfg: Config, gen: torch.Generator):
     """Run one eraser; returns the edited UNet (the original for "original")."""
     x = cfg.combination
-    common = dict(steps=cfg.erase_steps, lr=cfg.erase_lr, gen=gen, quiet=cfg.quiet)
+    common = {"steps": cfg.erase_steps, "lr": cfg.erase_lr, "gen": gen, "quiet": cfg.quiet}
     if name == "original":
         return stage.unet
     if name in ("cogfd", "cogfd_nograph"):

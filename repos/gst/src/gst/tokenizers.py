@@ -25,7 +25,7 @@ def patchify(x: np.ndarray, patch: int) -> np.ndarray:
 
 def unpatchify(p: np.ndarray, patch: int, channels: int) -> np.ndarray:
     n, tokens, _ = p.shape
-    g = int(round(tokens**0.5))
+    g = round(tokens**0.5)
     x = p.reshape(n, g, g, patch, patch, channels).transpose(0, 1, 3, 2, 4, 5)
     return x.reshape(n, g * patch, g * patch, channels)
 
@@ -183,7 +183,7 @@ class VQVAE(nn.Module):
         return rec, ids.flatten(1), F.mse_loss(rec, x) + vq_loss
 
     def decode_ids(self, ids: torch.Tensor) -> torch.Tensor:
-        g = int(round(ids.shape[1] ** 0.5))
+        g = round(ids.shape[1] ** 0.5)
         e = F.normalize(self.vq.codebook, dim=-1)[ids].reshape(ids.shape[0], g, g, -1)
         return self.decoder(e.permute(0, 3, 1, 2))
 
@@ -204,7 +204,7 @@ class VQTokenizer:
     model: VQVAE | None = None
 
     def __post_init__(self) -> None:
-        levels = int(round(np.log2(self.size / self.grid)))
+        levels = round(np.log2(self.size / self.grid))
         if self.grid * 2**levels != self.size:
             raise ValueError(f"map size {self.size} must be grid {self.grid} times a power of 2")
         self.levels = levels

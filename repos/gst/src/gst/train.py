@@ -20,7 +20,7 @@ from .config import METHODS, Config, validate
 from .data import Pairs, make_pairs
 from .geometry import camera_centre, rays_to_camera
 from .metrics import image_metrics, pose_metrics
-from .model import SEG_CAMERA, SEG_TARGET, GST
+from .model import GST, SEG_CAMERA, SEG_TARGET
 from .results import atomic_write_bytes, atomic_write_json
 from .tokenizers import KMeansTokenizer, Vocab, VQTokenizer
 

@@ -73,9 +73,9 @@ def _fns(hp: HP, wm):
     term = wmod.terminal_fn_for(hp.env)
 
     def bind(actor_p, critic_p):
-        policy = lambda s: actor.apply(actor_p, s)  # noqa: E731
-        q_fn = lambda s, a: critic.apply(critic_p, s, a)  # noqa: E731
-        model = lambda s, a, k: wmod.sample_step(hp.model_widths, wm, s, a, k, term)  # noqa: E731
+        policy = lambda s: actor.apply(actor_p, s)
+        q_fn = lambda s, a: critic.apply(critic_p, s, a)
+        model = lambda s, a, k: wmod.sample_step(hp.model_widths, wm, s, a, k, term)
         return policy, q_fn, model
 
     return actor, critic, bind
@@ -144,7 +144,7 @@ def update(
     return new, {"critic_loss": lc, "actor_loss": la, "q_model": ro.q.mean()}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def update_chunk(hp: HP, length: int):
     """jit(lax.scan(update)) over `length` steps, cached per (hp, length)."""
 
@@ -159,7 +159,7 @@ def update_chunk(hp: HP, length: int):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
     """MOPO-style expansion: `length`-step rollouts of the stochastic policy from dataset states;
     returns the visited states (n_states * length, obs_dim) of rollouts still alive."""
@@ -176,7 +176,7 @@ def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
             ka, km = jax.random.split(k)
             a = actor.apply(actor_p, s) + noise * jax.random.normal(ka, (n_states, hp.act_dim))
             a = jnp.clip(a, -1.0, 1.0)
-            step = lambda si, ai, ki: wmod.sample_step(hp.model_widths, wm, si, ai, ki, term)  # noqa: E731
+            step = lambda si, ai, ki: wmod.sample_step(hp.model_widths, wm, si, ai, ki, term)
             nxt, _, t = jax.vmap(step)(s, a, jax.random.split(km, n_states))
             new_alive = alive * (1.0 - t)
             # a terminated rollout restarts at its dataset state so the buffer holds valid states
@@ -188,7 +188,7 @@ def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
     return run
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bc_fn(widths: tuple[int, ...], act_dim: int, batch: int, steps: int, lr: float):
     """Behaviour cloning of the deterministic actor (the paper's optional BC pretraining)."""
     actor = Actor(widths, act_dim)

@@ -104,7 +104,7 @@ def iql_update(hp: IQLHP, st: IQLState, data: dict, key) -> tuple[IQLState, dict
     return new, {"critic_loss": lq, "value_loss": lv, "actor_loss": lp}
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def iql_chunk(hp: IQLHP, length: int):
     @jax.jit
     def run(st, data, key):

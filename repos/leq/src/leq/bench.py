@@ -13,8 +13,15 @@ import jax.numpy as jnp
 from . import agents, baselines
 from .config import Config, validate
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import as_arrays, fit_world_model, init_params, iql_hp, load_data, make_hp
-from .train import train_and_evaluate
+from .train import (
+    as_arrays,
+    fit_world_model,
+    init_params,
+    iql_hp,
+    load_data,
+    make_hp,
+    train_and_evaluate,
+)
 
 PAPER = "leq"
 GAP_OVER_ONESTEP = 20.0  # points: LEQ success minus the one-step model-based baseline's

@@ -71,7 +71,7 @@ def imagine(
 
     def body(carry, inp):
         s, alive = carry
-        k, d_t, d_next = inp
+        k, d_t, _d_next = inp
         a = policy(s) + d_t
         nxt, r, term = model(s, a, k)
         return (nxt, alive * (1.0 - term)), (s, a, q_fn(s, a), r, alive)

@@ -144,7 +144,7 @@ def train_iql(cfg: Config, ds: Dataset, key) -> dict:
 
 def evaluate_actor(cfg: Config, actor_p: dict, act_dim: int, key) -> dict[str, float]:
     actor = Actor((cfg.hidden,) * cfg.layers, act_dim)
-    policy = lambda obs: actor.apply(actor_p, obs)  # noqa: E731
+    policy = lambda obs: actor.apply(actor_p, obs)
     if cfg.env == "pendulum":
         return pendulum.evaluate_policy(policy, key, cfg.eval_episodes)
     return maze.evaluate_policy(maze.make_maze(cfg.env), policy, key, cfg.eval_episodes)
@@ -191,4 +191,4 @@ def evaluate(workdir: str | Path) -> dict[str, float]:
     return json.loads(path.read_text())
 
 
-__all__ = ["train_and_evaluate", "evaluate", "np"]
+__all__ = ["evaluate", "np", "train_and_evaluate"]

@@ -32,7 +32,7 @@ def make_module(members: int, widths, obs_dim: int) -> GaussianEnsemble:
     return GaussianEnsemble(members, tuple(widths), obs_dim + 1)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _train_chunk(members: int, widths: tuple[int, ...], obs_dim: int, batch: int, lr: float):
     """jit(scan of 100 Gaussian-NLL steps); each member trains on its own bootstrap batch."""
     module = make_module(members, widths, obs_dim)

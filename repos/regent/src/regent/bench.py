@@ -57,7 +57,7 @@ def compute_claims(cfg: Config, metrics: dict) -> list[dict]:
     rp = [mean(metrics, "R&P", f"k{k}") for k in ks]
     bc = [mean(metrics, "MT-BC", f"k{k}") for k in ks]
     order = [r > p > b for r, p, b in zip(reg, rp, bc)]
-    fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)  # noqa: E731
+    fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
     worst_step = float(np.diff(reg).min()) if len(reg) > 1 else 0.0
     sizes = sorted(cfg.ablation_sizes)
     abl = [mean(metrics, "REGENT (context ablation)", f"n{n}") for n in sizes]

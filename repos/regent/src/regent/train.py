@@ -188,9 +188,15 @@ def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]
     scores: dict[str, list] = {}
     for ti, task in enumerate(test_tasks):
         eval_seed = 10**6 + 1_000 * cfg.seed + 100 * ti
-        run = lambda pol, clock=None: run_episodes(task, pol, cfg.eval_episodes, eval_seed, clock)  # noqa: E731
+
+        def run(pol, clock=None, task=task, eval_seed=eval_seed):
+            return run_episodes(task, pol, cfg.eval_episodes, eval_seed, clock)
+
         lo, hi = run(random_policy(eval_seed)), run(expert_policy)
-        score = lambda pol, clock=None: normalise(run(pol, clock), lo, hi)  # noqa: E731
+
+        def score(pol, clock=None, run=run, lo=lo, hi=hi):
+            return normalise(run(pol, clock), lo, hi)
+
         demos = rollout_expert(
             task,
             max(max(cfg.demo_counts), cfg.ablation_demos),
@@ -213,9 +219,9 @@ def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]
                     ),
                     clocks["REGENT-no-interp"],
                 ),
-                "R&P": score(lambda o, r, e: retriever.rp_action(o), clocks["R&P"]),
+                "R&P": score(lambda o, r, e, rt=retriever: rt.rp_action(o), clocks["R&P"]),
                 "MT-BC": mt,
-                "BC-scratch": score(lambda o, r, e: bc.act(o), clocks["BC-scratch"]),
+                "BC-scratch": score(lambda o, r, e, bc=bc: bc.act(o), clocks["BC-scratch"]),
             }
             for m, v in per.items():
                 scores.setdefault(f"{m}/{family}/k{k}", []).append(v)

@@ -91,7 +91,7 @@ def make_world(
     facts = np.array([[values[r][rng.integers(n_values)] for r in range(len(RELATIONS))]
                       for _ in range(n_entities)])  # fmt: skip
     popularity = (np.arange(n_entities) + 1.0) ** -zipf_s
-    head = np.arange(n_entities) < int(round(head_frac * n_entities))
+    head = np.arange(n_entities) < round(head_frac * n_entities)
     docs = [RELATIONS[r][2].format(n=names[e], v=facts[e, r])
             for e in range(n_entities) for r in range(len(RELATIONS))]  # fmt: skip
     for i, n in enumerate(fake):

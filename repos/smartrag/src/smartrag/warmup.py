@@ -54,7 +54,16 @@ def closed_book_correct(policy: Policy, codec: Codec, questions: list[Question],
     """Whether the LM's greedy `[ANSWER]` without retrieval is an exact match (the SFT label)."""
     prompts = codec.encode([state_text(q.text, []) for q in questions])
     first = torch.full((len(prompts),), codec.answer)
-    acts = generate(policy, codec, prompts, cfg.max_new, first == first, False, None, first)
+    acts = generate(
+        policy,
+        codec,
+        prompts,
+        cfg.max_new,
+        torch.ones_like(first, dtype=torch.bool),
+        False,
+        None,
+        first,
+    )
     preds = [" ".join(t for t in codec.tokens(a)[1:] if t not in ("<eos>", "<pad>")) for a in acts]
     return np.array([p == q.answers[0] for p, q in zip(preds, questions, strict=True)])
 

@@ -7,9 +7,8 @@ Misuse (unknown command, bad preset, bad value) prints one line to stderr and ex
 from __future__ import annotations
 
 import json
-import sys
-
 import os
+import sys
 
 import tyro
 

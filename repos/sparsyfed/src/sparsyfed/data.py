@@ -25,7 +25,7 @@ def load_digits(seed: int, test_fraction: float = 0.2) -> tuple[Dataset, Dataset
     xtr, xte, ytr, yte = train_test_split(
         x, y, test_size=test_fraction, random_state=seed, stratify=y
     )
-    as_t = lambda a, b: (torch.from_numpy(a), torch.from_numpy(b).long())  # noqa: E731
+    as_t = lambda a, b: (torch.from_numpy(a), torch.from_numpy(b).long())
     return as_t(xtr, ytr), as_t(xte, yte)
 
 

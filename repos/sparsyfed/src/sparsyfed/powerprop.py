@@ -63,13 +63,13 @@ class _SparseInputLinear(torch.autograd.Function):
     """y = x theta^T + b with dL/dtheta = g^T x~ (x~ = top-k pruned x), dL/dx = g theta."""
 
     @staticmethod
-    def forward(ctx, x, theta, bias, keep):  # noqa: ANN001
+    def forward(ctx, x, theta, bias, keep):
         ctx.save_for_backward(topk_keep(x, keep), theta)
         ctx.has_bias = bias is not None
         return F.linear(x, theta, bias)
 
     @staticmethod
-    def backward(ctx, g):  # noqa: ANN001
+    def backward(ctx, g):
         x_pruned, theta = ctx.saved_tensors
         g2 = g.reshape(-1, g.shape[-1])
         grad_theta = g2.t() @ x_pruned.reshape(-1, x_pruned.shape[-1])
@@ -81,13 +81,13 @@ class _SparseInputConv2d(torch.autograd.Function):
     """Conv2d whose weight gradient sees the top-k pruned input (global over N*C*H*W)."""
 
     @staticmethod
-    def forward(ctx, x, theta, bias, keep, stride, padding):  # noqa: ANN001
+    def forward(ctx, x, theta, bias, keep, stride, padding):
         ctx.save_for_backward(topk_keep(x, keep), theta)
         ctx.conf = (x.shape, stride, padding, bias is not None)
         return F.conv2d(x, theta, bias, stride, padding)
 
     @staticmethod
-    def backward(ctx, g):  # noqa: ANN001
+    def backward(ctx, g):
         x_pruned, theta = ctx.saved_tensors
         shape, stride, padding, has_bias = ctx.conf
         grad_x = torch.nn.grad.conv2d_input(shape, theta, g, stride, padding)
