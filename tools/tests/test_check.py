@@ -63,3 +63,18 @@ def test_wrong_console_script(tree, capsys):
     assert main(["--root", str(tree), "--paper", "good"]) == 1
     assert "console script 'good'" in capsys.readouterr().out
     json.loads((repo / "results" / "quick.json").read_text())
+
+
+def test_no_deps_must_be_exact_pins(tree, capsys):
+    meta = (tree / "meta.toml").read_text()
+    (tree / "meta.toml").write_text(
+        meta.replace(
+            'claim = "it works"\n', 'claim = "it works"\nno_deps = ["datawheel==1.0"]\n', 1
+        )
+    )
+    assert main(["--root", str(tree), "--paper", "good"]) == 0
+    (tree / "meta.toml").write_text(
+        meta.replace('claim = "it works"\n', 'claim = "it works"\nno_deps = ["datawheel>=1"]\n', 1)
+    )
+    assert main(["--root", str(tree), "--paper", "good"]) == 1
+    assert "'no_deps' must be a list of exact pins" in capsys.readouterr().out
