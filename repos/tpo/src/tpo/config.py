@@ -53,7 +53,7 @@ class Config:
     """Generated SFT solutions."""
     sft_corrupt: float = 0.3
     """Share of SFT solutions with one wrong step that propagates (so the policy errs)."""
-    sft_steps: int = 750
+    sft_steps: int = 1500
     """SFT optimiser steps."""
     sft_batch: int = 32
     """SFT batch size (sequences)."""

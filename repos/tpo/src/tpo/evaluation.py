@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from scipy.stats import kendalltau
 from sklearn.metrics import ndcg_score
 
@@ -23,40 +24,75 @@ def tree_batch(tok: Tokenizer, trees: list[Tree], device: str) -> tuple[Batch, t
     return encode_pairs(tok, prompts, responses).to(device), scores
 
 
-def log_ratios(
-    policy: torch.nn.Module, ref: torch.nn.Module, batch: Batch, hidden: bool = False
+def step_logps(
+    model: torch.nn.Module, batch: Batch, hidden: bool = False
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Per-token log pi/pi_ref of response tokens (rows, L-1), and the policy's hidden states."""
-    logps, states = forward(policy, batch, hidden)
-    with torch.no_grad():
-        ref_logps, _ = forward(ref, batch)
-    return logps - ref_logps, states
-
-
-def per_step(
-    ratio: torch.Tensor, states: torch.Tensor, batch: Batch, b: int, n: int
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Step log-ratios (B, N, K), step-mean hidden states (B, N, K, d), step validity (B, N, K)."""
+    """Response log-probs summed per step (rows, K) and, if asked, the step-mean last-layer hidden
+    states (rows, K, d). K = 1 + the largest step index in the batch; the steps sum to log pi(y|x)."""
+    logps, states = forward(model, batch, hidden)
     sid = batch.step_ids[:, 1:]
     k = int(sid.max()) + 1
-    valid = step_sums(batch.response_mask[:, 1:], sid, k) > 0
-    return (
-        step_sums(ratio, sid, k).view(b, n, k),
-        step_means(states, sid, k).view(b, n, k, -1),
-        valid.view(b, n, k),
-    )
+    return step_sums(logps, sid, k), step_means(states, sid, k) if hidden else None
+
+
+def same_size_chunks(trees: list[Tree], chunk: int) -> list[tuple[int, int]]:
+    """[start, stop) runs of at most `chunk` consecutive trees with equal response counts."""
+    runs, start = [], 0
+    while start < len(trees):
+        stop = start + 1
+        n = len(trees[start].responses)
+        while stop < min(len(trees), start + chunk) and len(trees[stop].responses) == n:
+            stop += 1
+        runs.append((start, stop))
+        start = stop
+    return runs
+
+
+@torch.no_grad()
+def reference_steps(
+    ref: torch.nn.Module, tok: Tokenizer, trees: list[Tree], device: str, chunk: int = 64
+) -> list[torch.Tensor]:
+    """Per-step reference log-probs (N, K) of every tree, computed once: the reference is frozen,
+    so preference training and evaluation reuse them instead of running it again each step."""
+    out: list[torch.Tensor] = []
+    for start, stop in same_size_chunks(trees, chunk):
+        batch, scores = tree_batch(tok, trees[start:stop], device)
+        sums, _ = step_logps(ref, batch)
+        out.extend(sums.view(*scores.shape, -1).unbind(0))
+    return out
+
+
+def fit_steps(cached: list[torch.Tensor], k: int) -> torch.Tensor:
+    """Stack cached (N, K_i) step tensors into (B*N, k): columns past a tree's last step are zero,
+    so cutting or zero-padding them to the batch's k changes no sum."""
+    rows = [t[:, :k] if t.shape[1] >= k else F.pad(t, (0, k - t.shape[1])) for t in cached]
+    return torch.cat(rows, 0)
+
+
+def step_validity(batch: Batch, k: int) -> torch.Tensor:
+    """(rows, K) bool: response row holds step k."""
+    return step_sums(batch.response_mask[:, 1:], batch.step_ids[:, 1:], k) > 0
 
 
 @torch.no_grad()
 def implicit_rewards(
-    policy: torch.nn.Module, ref: torch.nn.Module, tok: Tokenizer, trees: list[Tree], beta: float
+    policy: torch.nn.Module,
+    tok: Tokenizer,
+    trees: list[Tree],
+    ref_steps: list[torch.Tensor],
+    beta: float,
+    chunk: int = 64,
 ) -> list[np.ndarray]:
+    """r_i = beta * log pi(y_i|x) / pi_ref(y_i|x) for every response of every tree, with the
+    reference's log-probs taken from `reference_steps`."""
     device = str(next(policy.parameters()).device)
-    out = []
-    for tree in trees:
-        batch, _ = tree_batch(tok, [tree], device)
-        ratio, _ = log_ratios(policy, ref, batch)
-        out.append((beta * ratio.sum(-1)).cpu().numpy())
+    out: list[np.ndarray] = []
+    for start, stop in same_size_chunks(trees, chunk):
+        batch, scores = tree_batch(tok, trees[start:stop], device)
+        sums, _ = step_logps(policy, batch)
+        ref = fit_steps(ref_steps[start:stop], sums.shape[1])
+        rewards = beta * (sums - ref).sum(-1).view(scores.shape)
+        out.extend(rewards.cpu().numpy())
     return out
 
 

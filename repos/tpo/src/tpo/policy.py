@@ -44,6 +44,11 @@ class Batch:
     def to(self, device: str | torch.device) -> Batch:
         return Batch(*(t.to(device) for t in dataclasses.astuple(self)))
 
+    def select(self, rows: torch.Tensor) -> Batch:
+        """The given rows, cut to their longest sequence (right padding only)."""
+        width = int(self.attention_mask[rows].sum(1).max())
+        return Batch(*(t[rows, :width] for t in dataclasses.astuple(self)))
+
 
 def encode_pairs(tok: Tokenizer, prompts: list[str], responses: list[str]) -> Batch:
     rows = []
@@ -99,7 +104,8 @@ def generate(
     temperature: float,
     generator: torch.Generator | None = None,
 ) -> list[list[int]]:
-    """Continue each context (left-padded, explicit positions); temperature 0 is greedy.
+    """Continue each context (left-padded, explicit positions, key/value cache: each new token
+    costs one position of compute instead of the whole sequence); temperature 0 is greedy.
     Returns the new tokens of each row, cut after <eos>."""
     device = next(model.parameters()).device
     width = max(len(c) for c in contexts)
@@ -109,11 +115,12 @@ def generate(
         ids[i, width - len(c) :] = torch.tensor(c)
         attn[i, width - len(c) :] = 1
     ids, attn = ids.to(device), attn.to(device)
+    pos = (attn.cumsum(1) - 1).clamp(min=0)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True)
     done = torch.zeros(len(contexts), dtype=torch.bool, device=device)
     new = []
-    for _ in range(max_new):
-        pos = (attn.cumsum(1) - 1).clamp(min=0)
-        logits = model(input_ids=ids, attention_mask=attn, position_ids=pos).logits[:, -1].float()
+    for step in range(max_new):
+        logits = out.logits[:, -1].float()
         if temperature == 0:
             nxt = logits.argmax(-1)
         else:
@@ -122,9 +129,17 @@ def generate(
         nxt = torch.where(done, torch.full_like(nxt, tok.pad), nxt)
         new.append(nxt)
         done |= nxt == tok.eos
-        ids = torch.cat([ids, nxt[:, None]], 1)
+        # tokens after <eos> are padding: masked out, so they never influence a live row
         attn = torch.cat([attn, (~done | (nxt == tok.eos)).long()[:, None]], 1)
-        if bool(done.all()):
+        if bool(done.all()) or step == max_new - 1:
             break
+        pos = (attn.sum(1, keepdim=True) - 1).clamp(min=0)
+        out = model(
+            input_ids=nxt[:, None],
+            attention_mask=attn,
+            position_ids=pos,
+            cache=out.cache,
+            use_cache=True,
+        )
     rows = torch.stack(new, 1).tolist()
     return [r[: r.index(tok.eos) + 1] if tok.eos in r else r for r in rows]

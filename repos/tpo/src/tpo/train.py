@@ -23,11 +23,13 @@ from .baselines import dpo_all_pairs, dpo_gold_vs_worst
 from .config import METHODS, Config, validate
 from .data import Problem, Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
 from .evaluation import (
+    fit_steps,
     greedy_accuracy,
     implicit_rewards,
-    log_ratios,
-    per_step,
     ranking_quality,
+    reference_steps,
+    step_logps,
+    step_validity,
     tree_batch,
 )
 from .policy import build_policy, encode_pairs, forward
@@ -38,7 +40,8 @@ from .trees import build_trees, problems
 
 @dataclasses.dataclass
 class Stage:
-    """What every method of one seed shares: the SFT policy, the trees and the test problems."""
+    """What every method of one seed shares: the SFT policy (also the frozen reference), the trees
+    with the reference's per-step log-probs of every response, and the test problems."""
 
     tok: Tokenizer
     sft: torch.nn.Module
@@ -46,6 +49,8 @@ class Stage:
     heldout_trees: list[Tree]
     test_id: list[Problem]
     test_ood: list[Problem]
+    train_ref: list[torch.Tensor]
+    heldout_ref: list[torch.Tensor]
 
 
 def _bar(cfg: Config, total: int, desc: str) -> tqdm:
@@ -70,12 +75,13 @@ def train_sft(model: torch.nn.Module, tok: Tokenizer, cfg: Config) -> None:
     texts = [
         wrong_solution(p, rng)[0] if rng.random() < cfg.sft_corrupt else solution(p) for p in probs
     ]
+    data = encode_pairs(tok, [p.prompt() for p in probs], texts).to(cfg.device)  # tokenised once
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_lr, weight_decay=0.01)
     bar = _bar(cfg, cfg.sft_steps, "sft")
     for _ in range(cfg.sft_steps):
         idx = rng.choice(len(probs), size=min(cfg.sft_batch, len(probs)), replace=False)
-        batch = encode_pairs(tok, [probs[i].prompt() for i in idx], [texts[i] for i in idx])
-        logps, _ = forward(model, batch.to(cfg.device))
+        batch = data.select(torch.as_tensor(idx, device=cfg.device))
+        logps, _ = forward(model, batch)
         loss = -logps.sum() / batch.response_mask[:, 1:].sum()
         opt.zero_grad()
         loss.backward()
@@ -106,33 +112,41 @@ def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None) -> Stage:
     probs = problems(rng, n_all, cfg.min_steps, cfg.max_steps, cfg.modulus)
     trees = build_trees(model, tok, probs, cfg.n_branches, cfg.temperature, rng, gen)
     train_trees = load_trees(cfg.trees) if cfg.trees else trees[: cfg.n_trees]
+    heldout = trees[cfg.n_trees :]
     test_rng = _rng(cfg, 3)
     lo, hi = cfg.min_steps, cfg.max_steps
     return Stage(
         tok,
         model,
         train_trees,
-        trees[cfg.n_trees :],
+        heldout,
         problems(test_rng, cfg.n_eval, lo, hi, cfg.modulus),
         problems(test_rng, cfg.n_eval, hi + 1, hi + 2, cfg.modulus),
+        reference_steps(model, tok, train_trees, cfg.device),
+        reference_steps(model, tok, heldout, cfg.device),
     )
 
 
 def preference_loss(
     method: str,
     policy: torch.nn.Module,
-    ref: torch.nn.Module,
     tok: Tokenizer,
     trees: list[Tree],
+    ref_steps: list[torch.Tensor],
     cfg: Config,
 ) -> torch.Tensor:
+    """One method's loss on a batch of trees; ref_steps are the trees' cached reference
+    per-step log-probs (`reference_steps`), so only the policy runs here."""
     batch, scores = tree_batch(tok, trees, cfg.device)
     b, n = scores.shape
-    ratio, states = log_ratios(policy, ref, batch, hidden=method == "tpo")
+    steps, states = step_logps(policy, batch, hidden=method == "tpo")
+    k = steps.shape[1]
+    ratio = (steps - fit_steps(ref_steps, k)).view(b, n, k)  # per-step log pi/pi_ref
     if method == "tpo":
-        steps, hidden, valid = per_step(ratio, states, batch, b, n)
-        return tpo_loss(steps, hidden, valid, scores, cfg.beta, cfg.asr_direction)
-    rewards = cfg.beta * ratio.sum(-1).view(b, n)
+        valid = step_validity(batch, k).view(b, n, k)
+        hidden = states.view(b, n, k, -1)
+        return tpo_loss(ratio, hidden, valid, scores, cfg.beta, cfg.asr_direction)
+    rewards = cfg.beta * ratio.sum(-1)
     if method == "tpo_plr":
         return plr_loss(rewards, scores)
     if method == "dpo":
@@ -145,20 +159,23 @@ def preference_loss(
 def train_preference(stage: Stage, method: str, cfg: Config) -> torch.nn.Module:
     """AdamW (weight decay 0.01, as tpo_train.py) on the policy; the SFT model is the frozen
     reference. Batches hold trees with the same number of responses."""
-    policy, ref = copy.deepcopy(stage.sft), stage.sft
+    policy = copy.deepcopy(stage.sft)
     policy.train()
     opt = torch.optim.AdamW(policy.parameters(), lr=cfg.pref_lr, weight_decay=0.01)
-    groups: dict[int, list[Tree]] = {}
-    for t in stage.train_trees:
-        groups.setdefault(len(t.responses), []).append(t)
+    groups: dict[int, list[int]] = {}
+    for i, t in enumerate(stage.train_trees):
+        groups.setdefault(len(t.responses), []).append(i)
     sizes = sorted(groups)
     weights = np.array([len(groups[s]) for s in sizes], dtype=float)
     rng = _rng(cfg, 4)
     bar = _bar(cfg, cfg.pref_steps, method)
     for _ in range(cfg.pref_steps):
         group = groups[sizes[rng.choice(len(sizes), p=weights / weights.sum())]]
-        idx = rng.choice(len(group), size=min(cfg.pref_batch, len(group)), replace=False)
-        loss = preference_loss(method, policy, ref, stage.tok, [group[i] for i in idx], cfg)
+        picked = rng.choice(len(group), size=min(cfg.pref_batch, len(group)), replace=False)
+        idx = [group[j] for j in picked]
+        trees = [stage.train_trees[i] for i in idx]
+        refs = [stage.train_ref[i] for i in idx]
+        loss = preference_loss(method, policy, stage.tok, trees, refs, cfg)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -174,7 +191,7 @@ def run_method(stage: Stage, method: str, cfg: Config, workdir: Path) -> dict[st
     atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": method})
     torch.manual_seed(cfg.seed)
     policy = stage.sft if method == "sft" else train_preference(stage, method, cfg)
-    rewards = implicit_rewards(policy, stage.sft, stage.tok, stage.heldout_trees, cfg.beta)
+    rewards = implicit_rewards(policy, stage.tok, stage.heldout_trees, stage.heldout_ref, cfg.beta)
     metrics = {
         "acc_id": greedy_accuracy(policy, stage.tok, stage.test_id),
         "acc_ood": greedy_accuracy(policy, stage.tok, stage.test_ood),

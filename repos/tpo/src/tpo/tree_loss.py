@@ -14,6 +14,17 @@ ASR_FLOOR = 0.1
 """Added to the paper-direction weight 1 - cos so a step identical to the anchor keeps a small weight."""
 
 
+def check_lists(scores: torch.Tensor) -> None:
+    """A ranking needs >= 2 responses per list and finite scores; say so instead of returning 0/NaN."""
+    if scores.ndim != 2 or scores.shape[1] < 2:
+        raise ValueError(
+            f"scores must be (lists, responses) with at least 2 responses per list, got shape "
+            f"{tuple(scores.shape)}"
+        )
+    if not bool(torch.isfinite(scores).all()):
+        raise ValueError("scores must be finite numbers (got NaN or inf)")
+
+
 def gains(scores: torch.Tensor) -> torch.Tensor:
     """LambdaRank gain G = 2^v - 1 on scores rescaled from [-100, 100] to [0, 1] (raw 2^100
     overflows in low precision; the paper studies the reward-value scale separately)."""
@@ -46,6 +57,7 @@ def plr_loss(rewards: torch.Tensor, scores: torch.Tensor, weighted: bool = True)
     """Preference List Ranking (paper, PLR): -sum_{v_i > v_j} lambda_ij log sigma(r_i - r_j),
     normalised by sum lambda_ij per list (a constant, so at N = 2 it is exactly DPO's loss).
     weighted=False sets lambda = 1 (the plain list-wise RankNet loss)."""
+    check_lists(scores)
     better = (scores[:, :, None] > scores[:, None, :]).to(rewards.dtype)
     lam = lambda_weights(rewards, scores) if weighted else torch.ones_like(better)
     lam = lam * better
