@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torchdiffeq import odeint
 
-from trendy import bifurcation, node
+from trendy import bifurcation, node, pde
 
 
 def test_euler_integration_equals_a_python_loop():
@@ -67,3 +68,37 @@ def test_first_crossing_interpolates():
     b = torch.linspace(0, 4, 5).numpy()
     assert abs(bifurcation.first_crossing(b, b - 2.5) - 2.5) < 1e-9
     assert bifurcation.first_crossing(b, -b - 1) != bifurcation.first_crossing(b, -b - 1)
+
+
+def test_pca_layer_matches_sklearn_on_standardised_training_features():
+    from sklearn.decomposition import PCA
+
+    gen = torch.Generator().manual_seed(0)
+    train = torch.randn(10, 7, 5, generator=gen) * torch.tensor([1.0, 3.0, 0.1, 2.0, 5.0])
+    test = torch.randn(4, 7, 5, generator=gen)
+    reducer = node.Reducer(train, 3)
+    flat = train.reshape(-1, 5).double().numpy()
+    mean, std = flat.mean(0), flat.std(0) + 1e-8
+    ref = PCA(n_components=3).fit((flat - mean) / std)
+    want = ref.transform((test.reshape(-1, 5).double().numpy() - mean) / std)
+    assert torch.allclose(reducer(test).reshape(-1, 3), torch.tensor(want, dtype=torch.float32))
+
+
+def test_hopf_line_is_read_from_the_euler_map_the_field_was_trained_for():
+    """Audit: a field whose Euler step h reproduces the exact flow of the linearised Brusselator
+    (time rescaled by t_end = 50, h = 1/40 as in the quick preset) has its Hopf crossing at
+    B = 1 + A^2. Reading Re(mu) instead, as if h were infinitesimal, finds no crossing at all."""
+    from scipy.linalg import expm
+
+    a, t_end, h = 2.0, 50.0, 1.0 / 40
+    b = torch.linspace(3.5, 6.5, 61).double().numpy()
+    eigs = []
+    for bb in b:
+        jac = t_end * pde.brusselator_jacobian(a, float(bb)).numpy()
+        field = (expm(h * jac) - torch.eye(2).double().numpy()) / h
+        eigs.append(torch.linalg.eigvals(torch.tensor(field)).numpy())
+    eigs = np.stack(eigs)
+    _, cplx = bifurcation.growth_indicators(eigs, h)
+    assert abs(bifurcation.first_crossing(b, cplx) - pde.hopf_line(a)) < 0.01 * pde.hopf_line(a)
+    _, naive = bifurcation.growth_indicators(eigs)
+    assert not bifurcation.first_crossing(b, naive) < 6.5

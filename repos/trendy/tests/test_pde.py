@@ -81,3 +81,64 @@ def test_gray_scott_trivial_state_is_steady():
     u, v = pde.homogeneous_state("gray-scott", theta)
     fu, fv = pde.gray_scott_reaction(u, v, theta[:, 0], theta[:, 1])
     assert float(fu.abs().max()) == 0.0 and float(fv.abs().max()) == 0.0
+
+
+def _grown(a, b, u0, v0, t_end, diffusion=DIFF, dx=2.0, dt=0.025):
+    """Final over initial size of the perturbation around (A, B/A), float64."""
+    theta = torch.tensor([[a, b]], dtype=torch.float64)
+    traj = pde.simulate(
+        "brusselator", theta, u0, v0, diffusion=diffusion, dx=dx, dt=dt, t_end=t_end, n_frames=2
+    )
+    size = [float((traj[0, i, 0] - a).pow(2).mean().sqrt()) for i in (0, -1)]
+    return size[1] / size[0]
+
+
+@pytest.mark.parametrize("a", [1.6, 2.4])
+def test_simulated_turing_onset_is_the_closed_form_one(a):
+    """Audit: on the quick preset's grid (16x16, dx=2, D=(1, 8)) a small random perturbation
+    decays 5% below (1 + A sqrt(D_u/D_v))^2 and grows 5% above it."""
+    gen = torch.Generator().manual_seed(0)
+    noise = 1e-4 * torch.randn(1, 16, 16, generator=gen, dtype=torch.float64)
+    b_t = pde.turing_line(a, DIFF)
+    below = _grown(a, 0.95 * b_t, a + noise, b_t * 0.95 / a + noise, 100.0)
+    above = _grown(a, 1.05 * b_t, a + noise, b_t * 1.05 / a + noise, 100.0)
+    assert below < 0.5 and above > 2.0
+
+
+def test_simulated_hopf_line_is_one_plus_a_squared():
+    """Audit: a uniform perturbation (the well-mixed Brusselator) decays 5% below B = 1 + A^2 and
+    grows 5% above it in the simulator."""
+    a = 2.0
+    rates = []
+    for b in (0.95 * pde.hopf_line(a), 1.05 * pde.hopf_line(a)):
+        u0 = torch.full((1, 4, 4), a + 1e-4, dtype=torch.float64)
+        v0 = torch.full((1, 4, 4), b / a, dtype=torch.float64)
+        rates.append(_grown(a, b, u0, v0, 50.0))
+    assert rates[0] < 0.1 and rates[1] > 10.0
+
+
+def test_gray_scott_nontrivial_homogeneous_state_is_simulated_as_steady():
+    """The patterned-branch state: u v = F + k and F (1 - u) = (F + k) v, so u - u^2 = (F+k)^2 / F."""
+    feed, kill = 0.05, 0.03
+    c = feed + kill
+    u = (1 + math.sqrt(1 - 4 * c * c / feed)) / 2
+    v = c / u
+    fu, fv = pde.gray_scott_reaction(
+        torch.tensor(u, dtype=torch.float64), torch.tensor(v, dtype=torch.float64), feed, kill
+    )
+    assert abs(float(fu)) < 1e-12 and abs(float(fv)) < 1e-12
+    theta = torch.tensor([[feed, kill]], dtype=torch.float64)
+    u0 = torch.full((1, 8, 8), u, dtype=torch.float64)
+    traj = pde.simulate(
+        "gray-scott",
+        theta,
+        u0,
+        torch.full_like(u0, v),
+        diffusion=(0.1, 0.05),
+        dx=1.0,
+        dt=1.0,
+        t_end=50.0,
+        n_frames=2,
+    )
+    assert float((traj[0, -1, 0] - u).abs().max()) < 1e-10
+    assert float((traj[0, -1, 1] - v).abs().max()) < 1e-10

@@ -80,12 +80,34 @@ class Config:
     """Adam learning rate."""
     beta: float = 1e-4
     """Weight of the first-derivative term of the trajectory loss (paper Eq. 4)."""
+    sindycp: bool = True
+    """Also fit and score the SINDyCP baseline on the same reduced states."""
     sindy_threshold: float = 0.05
     """STLSQ threshold of the SINDyCP baseline."""
     sweep_points: int = 31
     """Brusselator only: B values per held-out A in the bifurcation sweep."""
     sweep_a: tuple[float, ...] = (1.6, 1.8, 2.0, 2.2, 2.4)
     """Brusselator only: values of A where the Hopf and Turing lines are located."""
+    gray_scott_study: bool = False
+    """Benchmark only: also run TRENDy and SINDyCP on Gray-Scott at each noise level (Fig. 3)."""
+
+
+# The official Gray-Scott family (pde_configurations.json): what `gray_scott_config` swaps in.
+GRAY_SCOTT = {
+    "system": "gray-scott",
+    "param_low": (0.002, 0.05),
+    "param_high": (0.11, 0.073),
+    "diffusion": (0.1, 0.05),
+    "dx": 1.0,
+    "dt": 1.0,
+    "t_end": 4000.0,
+    "init_noise": 0.1,
+}
+
+
+def gray_scott_config(cfg: Config) -> Config:
+    """cfg with the Gray-Scott system, parameter box, diffusion and solver of the official code."""
+    return dataclasses.replace(cfg, **GRAY_SCOTT)
 
 
 PRESETS: dict[str, Config] = {
@@ -105,6 +127,7 @@ PRESETS: dict[str, Config] = {
         n_components=8,
         epochs=1000,
         lr=1e-4,
+        gray_scott_study=True,
     ),
 }
 

