@@ -16,6 +16,7 @@ TINY = {
     "null_reps": 1,
     "power_reps": 1,
     "n_graphs": 1,
+    "irregular_reps": 1,
     "seeds": (0,),
     "pysiglib_sizes": (8,),
     "quiet": True,

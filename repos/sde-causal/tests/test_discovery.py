@@ -101,6 +101,33 @@ def test_cut_outside_the_time_grid_raises(s, h):
         discovery.PathData(np.zeros((4, 11, 1)), np.linspace(0, 1, 11), s, h)
 
 
+@pytest.mark.parametrize(
+    ("times", "names", "message"),
+    [
+        (np.linspace(0, 1, 7), None, "times must have shape"),
+        (np.r_[np.linspace(0, 0.5, 6), 0.4, np.linspace(0.6, 1, 4)], None, "strictly increasing"),
+        (np.linspace(0, 1, 11), ["a", "b"], "2 names for 3 variables"),
+    ],
+)
+def test_bad_path_data_raises(times, names, message):
+    with pytest.raises(ValueError, match=message):
+        discovery.PathData(np.zeros((4, 11, 3)), times, 0.5, 0.5, names=names)
+
+
+def test_null_permutations_swap_only_within_conditioning_neighbours():
+    """The conditional permutation keeps Z: tight Z-pairs are matched and X moves only inside them."""
+    rng = np.random.default_rng(6)
+    centres = rng.normal(0, 10, (15, 1))
+    z = np.repeat(centres, 2, axis=0) + 0.01 * rng.normal(size=(30, 1))
+    pairs = citest.nearest_pairs(_rbf(z))
+    assert sorted(map(sorted, pairs.tolist())) == [[2 * k, 2 * k + 1] for k in range(15)]
+    # X equal within each Z-pair: every swap leaves Kx unchanged, so every null statistic ties
+    x = np.repeat(rng.normal(size=(15, 1)), 2, axis=0)
+    y = np.repeat(rng.normal(size=(15, 1)), 2, axis=0)
+    _, p = citest.kernel_ci_test(_rbf(x), _rbf(y), _rbf(z), 49, rng)
+    assert p == 1.0
+
+
 def test_alpha_outside_unit_interval_raises():
     with pytest.raises(ValueError, match="alpha must be in"):
         discovery.discover(3, discovery.dsep_oracle(np.zeros((3, 3), bool)), alpha=1.5)

@@ -21,6 +21,10 @@ def test_smoke_run_is_complete_finite_and_deterministic(tiny, tmp_path):
             assert 0.0 <= metrics[f"{m}/{key}"] <= 1.0
     assert all(math.isfinite(v) for v in metrics.values())
     assert {"SigKer-CI/shd", "PCMCI/shd", "Granger/shd"} <= set(metrics)
+    for m in METHODS:  # irregular-sampling rows
+        for key in ("type1", "power_drift", "power_diffusion"):
+            assert 0.0 <= metrics[f"{m}/{key}_irregular"] <= 1.0
+    assert {"SigKer-CI/shd_hidden", "PCMCI/shd_hidden", "Granger/shd_hidden"} <= set(metrics)
     assert train_and_evaluate(tiny, tmp_path / "again") == metrics
 
 

@@ -88,35 +88,49 @@ def make_claims(metrics: dict) -> list[dict]:
     ]
 
 
+CI_PANELS = (
+    ("type1", "type-I error (null triples)"),
+    ("power_drift", "power, drift edges"),
+    ("power_diffusion", "power, diffusion-only edges"),
+)
+
+
+def _bars(ax, metrics: dict, methods: tuple[str, ...], key: str, title: str, color: str) -> None:
+    vals = [metrics[m][key] for m in methods]
+    ax.bar(methods, [v["mean"] for v in vals], yerr=[v["std"] for v in vals], color=color)
+    ax.set_title(title)
+    ax.tick_params(axis="x", rotation=40)
+
+
 def make_figures(metrics: dict, figdir: Path) -> None:
+    """CI-test rates (regular grid; irregular grid when run) and SHD (all observed; hidden)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    for ax, key, title in zip(
-        axes,
-        ("type1", "power_drift", "power_diffusion"),
-        ("type-I error (null triples)", "power, drift edges", "power, diffusion-only edges"),
-    ):
-        vals = [metrics[m][key] for m in METHODS]
-        ax.bar(METHODS, [v["mean"] for v in vals], yerr=[v["std"] for v in vals], color="tab:blue")
-        if key == "type1":
-            ax.axhline(0.05, color="k", ls="--", lw=1)
-            ax.axhline(TYPE1_MAX, color="r", ls=":", lw=1)
-        ax.set_ylim(0, 1.05)
-        ax.set_title(title)
-        ax.tick_params(axis="x", rotation=40)
+    grids = [("", "regular grid")]
+    if "type1_irregular" in metrics["SigKer-CI"]:
+        grids.append(("_irregular", "irregular times"))
+    fig, axes = plt.subplots(len(grids), 3, figsize=(13, 3.8 * len(grids)), squeeze=False)
+    for row, (suffix, grid) in zip(axes, grids):
+        for ax, (key, title) in zip(row, CI_PANELS):
+            _bars(ax, metrics, METHODS, key + suffix, f"{title}, {grid}", "tab:blue")
+            if key == "type1":
+                ax.axhline(0.05, color="k", ls="--", lw=1)
+                ax.axhline(TYPE1_MAX, color="r", ls=":", lw=1)
+            ax.set_ylim(0, 1.05)
+    fig.tight_layout()
     save_figure(fig, figdir / "ci_tests.png")
     plt.close(fig)
-    fig, ax = plt.subplots(figsize=(4.5, 3.4))
-    vals = [metrics[m]["shd"] for m in GRAPH_METHODS]
-    ax.bar(
-        GRAPH_METHODS, [v["mean"] for v in vals], yerr=[v["std"] for v in vals], color="tab:green"
-    )
-    ax.set_ylabel("mean SHD (lower is better)")
-    ax.set_title("random 4-5 variable DAGs")
+    panels = [("shd", "random 4-5 variable DAGs")]
+    if "shd_hidden" in metrics["SigKer-CI"]:
+        panels.append(("shd_hidden", "4-5 observed + hidden variables\n(SHD to the induced graph)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.6), squeeze=False)
+    for ax, (key, title) in zip(axes[0], panels):
+        _bars(ax, metrics, GRAPH_METHODS, key, title, "tab:green")
+        ax.set_ylabel("mean SHD (lower is better)")
+    fig.tight_layout()
     save_figure(fig, figdir / "shd.png")
     plt.close(fig)
 

@@ -19,19 +19,35 @@ from . import sigkernel
 def segment(paths: np.ndarray, times: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """Time-augmented piece of every path on [lo, hi], padded by repeating its last point.
 
-    Padding repeats value and time, so the signature (hence the kernel) is unchanged; paths
-    sampled irregularly therefore keep their own number of points inside the window.
+    Each path keeps its own observation times (irregular sampling enters through the time
+    channel). Where a path has no observation exactly at lo or hi, its last value seen so far
+    is carried forward to that time (the observed path is held constant between observations):
+    a value at lo is never interpolated from a later observation, which would leak the future
+    into a "past" segment. Padding repeats value and time, so the signature (hence the kernel)
+    is unchanged, and all segments share one array shape.
     """
     paths = sigkernel.check_paths(paths)
     times = np.broadcast_to(np.asarray(times, dtype=np.float64), paths.shape[:2])
-    inside = (times >= lo - 1e-12) & (times <= hi + 1e-12)
-    counts = inside.sum(1)
-    if counts.min() < 2:
-        raise ValueError(f"window [{lo}, {hi}] holds fewer than 2 observations on some path")
+    if not lo < hi:
+        raise ValueError(f"window needs lo < hi, got [{lo}, {hi}]")
+    tol = 1e-12
     aug = np.concatenate([paths, times[..., None]], axis=-1)
-    out = np.empty((len(paths), int(counts.max()), aug.shape[-1]))
+    pieces = []
     for a in range(len(paths)):
-        pts = aug[a, inside[a]]
+        inside = np.flatnonzero((times[a] >= lo - tol) & (times[a] <= hi + tol))
+        if len(inside) == 0:
+            raise ValueError(f"window [{lo}, {hi}] holds no observation on path {a}")
+        pts = aug[a, inside]
+        if inside[0] > 0 and times[a, inside[0]] > lo + tol:
+            held = aug[a, inside[0] - 1].copy()  # last value before lo, carried forward to lo
+            held[-1] = lo
+            pts = np.concatenate([held[None], pts])
+        if pts[-1, -1] < hi - tol:
+            pts = np.concatenate([pts, pts[-1:]])
+            pts[-1, -1] = hi
+        pieces.append(pts)
+    out = np.empty((len(paths), max(len(p) for p in pieces), aug.shape[-1]))
+    for a, pts in enumerate(pieces):
         out[a, : len(pts)] = pts
         out[a, len(pts) :] = pts[-1]
     return out

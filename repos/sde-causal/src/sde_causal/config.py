@@ -32,7 +32,13 @@ class Config:
     n_obs: int = 21
     """Observation times per path (subsampled from the fine grid)."""
     irregular: bool = False
-    """Observe each path at its own random times instead of a uniform grid."""
+    """Observe each path at its own random times in every experiment (the *_irregular rows always do)."""
+    irregular_reps: int = 1
+    """Rounds of the irregular-sampling rows: each null triple once, 3 drift and 3 diffusion edges."""
+    delay: float = 0.0
+    """Delay of every coupling in the simulated SDEs (0: none)."""
+    n_hidden: int = 1
+    """Variables hidden from each random graph of the partial-observation rows (0: no such rows)."""
     cut: float = 0.5
     """Cut time s: past segment [0, s], future segment [s, s + horizon]."""
     horizon: float = 0.5
@@ -70,6 +76,7 @@ PRESETS: dict[str, Config] = {
         n_perm=1000,
         null_reps=25,
         power_reps=25,
+        irregular_reps=25,
         n_graphs=20,
     ),
 }
@@ -91,6 +98,8 @@ def validate(cfg: Config) -> Config:
         raise ValueError("need n_perm >= 1, refinement >= 0, ridge > 0 and lags >= 1")
     if min(cfg.null_reps, cfg.power_reps, cfg.n_graphs) < 1:
         raise ValueError("null_reps, power_reps and n_graphs must be >= 1")
+    if cfg.irregular_reps < 0 or cfg.n_hidden < 0 or cfg.delay < 0:
+        raise ValueError("irregular_reps, n_hidden and delay must be >= 0")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
     return cfg

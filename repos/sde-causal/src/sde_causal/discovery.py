@@ -33,7 +33,17 @@ class PathData:
         names: Sequence[str] | None = None,
     ):
         self.paths = sigkernel.check_paths(paths)
-        self.times = np.broadcast_to(np.asarray(times, dtype=np.float64), self.paths.shape[:2])
+        times = np.asarray(times, dtype=np.float64)
+        if times.shape not in (self.paths.shape[1:2], self.paths.shape[:2]):
+            raise ValueError(
+                f"times must have shape {self.paths.shape[1:2]} or {self.paths.shape[:2]} "
+                f"for paths of shape {self.paths.shape}, got {times.shape}"
+            )
+        self.times = np.broadcast_to(times, self.paths.shape[:2])
+        if not (np.isfinite(self.times).all() and (np.diff(self.times, axis=1) > 0).all()):
+            raise ValueError(
+                "observation times must be finite and strictly increasing on every path"
+            )
         t0, t1 = float(self.times[:, 0].max()), float(self.times[:, -1].min())
         if not t0 < s < t1 or h <= 0 or s + h > t1 + 1e-12:
             raise ValueError(f"need {t0} < s < s + h <= {t1} on the time grid, got s={s}, h={h}")
@@ -129,12 +139,15 @@ def bh_prune(adj: np.ndarray, p: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
-def dsep_oracle(graph: np.ndarray) -> EdgeTest:
+def dsep_oracle(graph: np.ndarray, observed: Sequence[int] | None = None) -> EdgeTest:
     """CI oracle from d-separation on the time-unrolled graph (past and future slice per variable).
 
     Each variable has nodes (k, past) -> (k, future); an edge a -> b adds (a, past) -> (b, past),
     (a, past) -> (b, future) and (a, future) -> (b, future). Returns p = 1 for independence, 0 else.
+    With `observed`, the oracle answers queries about the observed variables only, numbered
+    0..len(observed) - 1 as in the observed data; the others stay latent (partial observation).
     """
+    obs = list(range(len(graph))) if observed is None else [int(k) for k in observed]
     g = nx.DiGraph()
     d = len(graph)
     g.add_edges_from(((k, "p"), (k, "f")) for k in range(d))
@@ -142,10 +155,59 @@ def dsep_oracle(graph: np.ndarray) -> EdgeTest:
         g.add_edges_from([((a, "p"), (b, "p")), ((a, "p"), (b, "f")), ((a, "f"), (b, "f"))])
 
     def test(i: int, j: int, cond: tuple[int, ...]) -> float:
+        i, j, cond = obs[i], obs[j], [obs[k] for k in cond]
         z = {(j, "p")} | {(k, t) for k in cond for t in ("p", "f")}
         return float(nx.is_d_separator(g, {(i, "p")}, {(j, "f")}, z))
 
     return test
+
+
+def induced_graph(graph: np.ndarray, observed: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """The graph over the observed variables that time-directed CI tests can see: (directed, bidirected).
+
+    Union of two standard constructions (the paper's "induced ancestral graph" setting):
+    - latent projection: `i -> j` when a directed path leads from i to j with only latent inner
+      nodes (or directly); `i <-> j` when a latent variable reaches both that way (hidden cause);
+    - ancestral-graph adjacencies: i and j adjacent when no set of observed variables d-separates
+      them in `graph` (an inducing path), oriented `i -> j` if i is an ancestor of j, `<->` if
+      neither is an ancestor of the other.
+    """
+    obs = [int(k) for k in observed]
+    latent = [k for k in range(len(graph)) if k not in obs]
+    reach = graph.astype(bool).copy()  # reach[a, b]: path a -> ... -> b, inner nodes latent
+    for k in latent:  # Warshall's closure restricted to latent intermediates
+        reach |= np.outer(reach[:, k], reach[k, :])
+    directed = reach[np.ix_(obs, obs)]
+    bidirected = np.zeros_like(directed)
+    for k in latent:
+        bidirected |= np.outer(reach[k, obs], reach[k, obs])
+    dag = nx.DiGraph(list(zip(*np.nonzero(graph))))
+    dag.add_nodes_from(range(len(graph)))
+    for a, b in itertools.combinations(range(len(obs)), 2):
+        rest = [obs[k] for k in range(len(obs)) if k not in (a, b)]
+        sets = (set(c) for r in range(len(rest) + 1) for c in itertools.combinations(rest, r))
+        if any(nx.is_d_separator(dag, {obs[a]}, {obs[b]}, z) for z in sets):
+            continue
+        a_anc, b_anc = nx.has_path(dag, obs[a], obs[b]), nx.has_path(dag, obs[b], obs[a])
+        if a_anc or b_anc:
+            directed[a, b] |= a_anc
+            directed[b, a] |= b_anc
+        else:
+            bidirected[a, b] = bidirected[b, a] = True
+    off = ~np.eye(len(obs), dtype=bool)
+    return directed & off, bidirected & off
+
+
+def mixed_graph(est: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Read an estimated graph over observed variables as (directed, bidirected).
+
+    The true graph is acyclic, so a pair found in both directions cannot be two direct edges:
+    under a CI oracle it means a hidden common cause, marked `i <-> j`. The encoding "both
+    directions = bidirected" is also what `shd` compares edge states with; it cannot show a
+    direct edge and a hidden common cause of the same pair at once (that pair reads `<->`).
+    """
+    both = est & est.T
+    return est & ~both, both
 
 
 def shd(true: np.ndarray, est: np.ndarray) -> int:

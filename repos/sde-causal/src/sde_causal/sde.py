@@ -29,7 +29,7 @@ class SDEModel:
     base_noise: float = 0.3
     """Diffusion level of every variable without parents in sigma."""
     delay: float = 0.0
-    """Drift couplings read the parent at time t - delay (0: no delay)."""
+    """Couplings (drift and diffusion) read the parent at time t - delay (0: no delay)."""
 
     @property
     def graph(self) -> np.ndarray:
@@ -51,7 +51,9 @@ def random_dag(d: int, rng: np.random.Generator, edge_prob: float = 0.4) -> np.n
     return g
 
 
-def model_from_graph(graph: np.ndarray, family: str, rng: np.random.Generator) -> SDEModel:
+def model_from_graph(
+    graph: np.ndarray, family: str, rng: np.random.Generator, delay: float = 0.0
+) -> SDEModel:
     """Parameters as in the paper's generator: self-drift in [-0.5, 0.5], couplings +-[1, 2]."""
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
@@ -61,30 +63,38 @@ def model_from_graph(graph: np.ndarray, family: str, rng: np.random.Generator) -
         drift, diffusion = np.zeros((d, d)), np.abs(weights)
     else:
         drift, diffusion = weights, np.zeros((d, d))
-    return SDEModel(family, rng.uniform(-0.5, 0.5, d), drift, diffusion)
+    return SDEModel(family, rng.uniform(-0.5, 0.5, d), drift, diffusion, delay=delay)
 
 
 def simulate(
     model: SDEModel, n_paths: int, fine_steps: int, seed: int, horizon: float = 1.0
 ) -> np.ndarray:
-    """Euler-Maruyama on [0, horizon] with `fine_steps` steps; returns (n_paths, fine_steps + 1, d)."""
+    """Euler-Maruyama on [0, horizon] with `fine_steps` steps; returns (n_paths, fine_steps + 1, d).
+
+    With `model.delay > 0` every coupling (drift and diffusion) reads the parents at time
+    t - delay, rounded to the fine grid and clamped at 0 (a delayed SDE with constant history
+    X_u = X_0 for u < 0); a variable's own mean reversion always reads the present.
+    """
+    if model.delay < 0:
+        raise ValueError(f"delay must be >= 0, got {model.delay}")
     rng = np.random.default_rng(seed)
     d, dt = len(model.self_drift), horizon / fine_steps
     lag = round(model.delay / dt)
     x = np.empty((n_paths, fine_steps + 1, d))
     x[:, 0] = rng.normal(0.0, np.sqrt(0.2), (n_paths, d))
-    running_sum = x[:, 0].copy()
+    running_sum = np.empty_like(x)  # running_sum[:, t] = sum of x[:, 0..t]
+    running_sum[:, 0] = x[:, 0]
     for t in range(fine_steps):
-        now = x[:, t]
-        parent = x[:, max(t - lag, 0)]
+        now, seen = x[:, t], max(t - lag, 0)
+        parent = x[:, seen]
         if model.family == "tanh":
             parent = np.tanh(parent)
         elif model.family == "path":
-            parent = running_sum / (t + 1)
+            parent = running_sum[:, seen] / (seen + 1)
         mu = -model.self_drift * now + parent @ model.drift
-        sigma = model.base_noise + np.abs(now) @ model.diffusion
+        sigma = model.base_noise + np.abs(x[:, seen]) @ model.diffusion
         x[:, t + 1] = now + mu * dt + sigma * np.sqrt(dt) * rng.normal(size=(n_paths, d))
-        running_sum += x[:, t + 1]
+        running_sum[:, t + 1] = running_sum[:, t] + x[:, t + 1]
     return x
 
 
