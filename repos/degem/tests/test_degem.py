@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 
@@ -16,6 +17,7 @@ from degem.degem import (
     normalized_adjacency,
     sgld,
 )
+from degem.train import ood_metrics
 
 CFG = dataclasses.replace(PRESETS["quick"], hidden=16, energy_hidden=8, mcmc_steps=5)
 
@@ -197,3 +199,26 @@ def test_cd_term_has_gradient_only_when_data_and_samples_share_the_batch_norm():
     assert _cd_grad_norm("separate") < 1e-3
     assert _cd_grad_norm("joint") > 1e-2
     assert _cd_grad_norm("none") > 1e-2
+
+
+def test_score_is_negative_energy_so_low_energy_nodes_rank_as_in_distribution():
+    model, hops = _trained_step_model("joint")
+    score, _ = model.score_and_logits(hops)
+    model.eval()
+    with torch.no_grad():
+        energy = model.head(model.encoder(hops), model.c)
+    assert torch.allclose(score, -energy)
+    low, high = torch.argsort(energy)[:20], torch.argsort(energy)[-20:]
+    # ID counted as positive: nodes of lowest energy as "ID" against the highest as "OOD" -> 100
+    assert ood_metrics(score[low], score[high])["auroc"] == 100.0
+
+
+def test_gaussian_score_is_negative_mahalanobis_distance():
+    z = torch.randn(300, 4, generator=torch.Generator().manual_seed(0)) * torch.tensor([1, 2, 3, 4])
+    mean, prec = baselines.gaussian_fit(z, ridge=0.0)
+    cov = np.cov(z.double().numpy().T)
+    q = torch.randn(7, 4)
+    d = q.double().numpy() - z.double().numpy().mean(0)
+    ref = -np.einsum("ij,jk,ik->i", d, np.linalg.inv(cov), d)
+    assert np.allclose(baselines.gaussian_score(q, mean, prec).numpy(), ref, rtol=1e-5)
+    assert baselines.gaussian_score(mean[None].float(), mean, prec).item() == pytest.approx(0.0)

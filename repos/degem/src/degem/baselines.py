@@ -2,6 +2,9 @@
 
 MSP scores a node by its largest softmax probability, Energy by T logsumexp(logits / T), and
 GNNSafe propagates that energy score over the graph: e <- alpha e + (1 - alpha) D^-1 A e.
+A diagnostic reference, not from either paper: one Gaussian density fitted to embeddings of the
+training nodes, scored by the negative Mahalanobis distance (used on DeGEM's latent z, it asks
+whether the encoder's space separates ID from OOD nodes, independently of the energy head).
 """
 
 from __future__ import annotations
@@ -48,3 +51,17 @@ def propagate_energy(
     for _ in range(layers):
         e = alpha * e + (1 - alpha) * torch.sparse.mm(adj, e)
     return e.squeeze(1)
+
+
+def gaussian_fit(z: torch.Tensor, ridge: float = 1e-3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean and precision (inverse of covariance + ridge I) of the rows of z, in float64."""
+    z = z.double()
+    mean = z.mean(dim=0)
+    cov = torch.cov(z.T).reshape(z.shape[1], z.shape[1])
+    return mean, torch.linalg.inv(cov + ridge * torch.eye(z.shape[1], dtype=z.dtype))
+
+
+def gaussian_score(z: torch.Tensor, mean: torch.Tensor, precision: torch.Tensor) -> torch.Tensor:
+    """-(z - mean)^T P (z - mean) per row (higher = more in-distribution)."""
+    d = z.double() - mean
+    return -((d @ precision) * d).sum(dim=1).to(z.dtype)

@@ -161,6 +161,15 @@ class DeGEM(nn.Module):
         return {"loss": total, "energy": l_energy, "dgi": l_dgi, "cls": l_cls}
 
     @torch.no_grad()
+    def embed(self, hops_x: torch.Tensor) -> torch.Tensor:
+        """Eval-mode embeddings z of every node."""
+        was = self.training
+        self.eval()
+        z = self.encoder(hops_x)
+        self.train(was)
+        return z
+
+    @torch.no_grad()
     def score_and_logits(self, hops_x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Score -E(z_i; c) of every node (no energy propagation) and classifier logits."""
         was = self.training

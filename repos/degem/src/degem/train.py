@@ -1,7 +1,8 @@
 """train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
 
 One run = one generated graph (cfg.homophily, cfg.pattern, cfg.seed), the paper's three OOD
-shifts, DeGEM and the GCN baselines (MSP, Energy, GNNSafe) trained on in-distribution data only.
+shifts, DeGEM and the GCN baselines (MSP, Energy, GNNSafe) trained on in-distribution data only,
+plus the LatentGauss reference (a Gaussian on DeGEM's embeddings of the training nodes).
 Model selection never sees OOD data: the GCN keeps its best validation-accuracy epoch, DeGEM its
 last epoch.
 """
@@ -25,7 +26,8 @@ from .config import Config, validate
 from .degem import DeGEM, hop_features, normalized_adjacency
 from .results import atomic_write_json
 
-METHODS = ("DeGEM", "DeGEM+prop", "GNNSafe", "Energy", "MSP")
+METHODS = ("DeGEM", "DeGEM+prop", "LatentGauss", "GNNSafe", "Energy", "MSP")
+DEGEM_BASED = ("DeGEM", "DeGEM+prop", "LatentGauss")  # scored from DeGEM's trained encoder
 SHIFTS = ("structure", "feature", "label")
 
 
@@ -45,8 +47,14 @@ def _bar(cfg: Config, desc: str):
     return tqdm(range(cfg.epochs), desc=desc, disable=cfg.quiet or not sys.stderr.isatty())
 
 
-def fit_degem(cfg: Config, g: data.Graph, train: torch.Tensor, n_classes: int) -> DeGEM:
-    """Algorithm 1: cache hop features once, then one joint (recurrent) update per epoch."""
+def fit_degem(
+    cfg: Config, g: data.Graph, train: torch.Tensor, n_classes: int, on_epoch=None
+) -> DeGEM:
+    """Algorithm 1: cache hop features once, then one joint (recurrent) update per epoch.
+
+    on_epoch(model, hops_x), if given, is called after every update (diagnostics only); it must
+    not draw from torch's global random stream, so that training is unchanged by it.
+    """
     adj = normalized_adjacency(g.edge_index, g.n)
     hops_x = hop_features(g.x, adj, cfg.hops, cfg.beta)
     model = DeGEM(g.x.shape[1], n_classes, cfg).to(g.x.device)
@@ -57,15 +65,16 @@ def fit_degem(cfg: Config, g: data.Graph, train: torch.Tensor, n_classes: int) -
         parts["loss"].backward()
         opt.step()
         bar.set_postfix({k: f"{v.item():.3f}" for k, v in parts.items()})
+        if on_epoch is not None:
+            on_epoch(model, hops_x)
     return model
 
 
-def degem_outputs(model: DeGEM, g: data.Graph) -> tuple[torch.Tensor, torch.Tensor]:
-    """-E score and logits of every node of g, using the readout c learnt in training."""
+def degem_outputs(model: DeGEM, g: data.Graph):
+    """-E score, logits and embeddings z of every node of g, with the readout c learnt in training."""
     cfg = model.cfg
-    return model.score_and_logits(
-        hop_features(g.x, normalized_adjacency(g.edge_index, g.n), cfg.hops, cfg.beta)
-    )
+    hops_x = hop_features(g.x, normalized_adjacency(g.edge_index, g.n), cfg.hops, cfg.beta)
+    return (*model.score_and_logits(hops_x), model.embed(hops_x))
 
 
 def fit_gcn(cfg: Config, g: data.Graph, train, val, n_classes: int) -> baselines.GCN:
@@ -89,9 +98,12 @@ def fit_gcn(cfg: Config, g: data.Graph, train, val, n_classes: int) -> baselines
     return model.eval()
 
 
-def all_scores(cfg: Config, degem: DeGEM, gcn: baselines.GCN, g: data.Graph):
-    """Every method's per-node score on graph g, and the two models' logits."""
-    e_score, d_logits = degem_outputs(degem, g)
+def all_scores(cfg: Config, degem: DeGEM, gauss, gcn: baselines.GCN, g: data.Graph):
+    """Every method's per-node score on graph g, and the two models' logits.
+
+    gauss: (mean, precision) of DeGEM's embeddings of the training nodes (LatentGauss reference).
+    """
+    e_score, d_logits, z = degem_outputs(degem, g)
     with torch.no_grad():
         logits = gcn(g.x, g.edge_index)
     energy = baselines.energy_score(logits, cfg.temperature)
@@ -99,6 +111,7 @@ def all_scores(cfg: Config, degem: DeGEM, gcn: baselines.GCN, g: data.Graph):
     scores = {
         "DeGEM": e_score,
         "DeGEM+prop": baselines.propagate_energy(e_score, g.edge_index, *prop),
+        "LatentGauss": baselines.gaussian_score(z, *gauss),
         "GNNSafe": baselines.propagate_energy(energy, g.edge_index, *prop),
         "Energy": energy,
         "MSP": baselines.msp_score(logits),
@@ -118,18 +131,16 @@ def run_setting(cfg: Config, g: data.Graph, ood_classes: tuple[int, ...]):
     remap[id_classes] = torch.arange(len(id_classes), device=g.y.device)
     g_id = dataclasses.replace(g, y=remap[g.y])
     degem = fit_degem(cfg, g_id, train, len(id_classes))
+    gauss = baselines.gaussian_fit(degem_outputs(degem, g_id)[2][train])
     gcn = fit_gcn(cfg, g_id, train, val, len(id_classes))
-    scores, logits = all_scores(cfg, degem, gcn, g_id)
+    scores, logits = all_scores(cfg, degem, gauss, gcn, g_id)
     acc = {k: _accuracy(v[test_id], g_id.y[test_id]) for k, v in logits.items()}
-    return (lambda other: all_scores(cfg, degem, gcn, other)[0]), scores, test_id, test_ood, acc
+    scorer = lambda other: all_scores(cfg, degem, gauss, gcn, other)[0]
+    return scorer, scores, test_id, test_ood, acc
 
 
-def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """All methods on one generated graph and seed; returns flat '<method>/<metric>' numbers."""
-    validate(cfg)
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+def make_graphs(cfg: Config) -> tuple[data.Graph, dict[str, data.Graph]]:
+    """Seed torch, then build the ID graph and its structure / feature shifts on cfg.device."""
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     dev = torch.device(cfg.device)
@@ -146,11 +157,20 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     def to_dev(gr: data.Graph) -> data.Graph:
         return data.Graph(gr.x.to(dev), gr.edge_index.to(dev), gr.y.to(dev))
 
-    g = to_dev(g)
+    return to_dev(g), {k: to_dev(v) for k, v in shifted.items()}
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """All methods on one generated graph and seed; returns flat '<method>/<metric>' numbers."""
+    validate(cfg)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    g, shifted = make_graphs(cfg)
     per_shift: dict[str, dict[str, torch.Tensor | tuple]] = {}
     scorer, id_scores, test_id, _, acc = run_setting(cfg, g, ())
     for shift, g_ood in shifted.items():
-        ood_scores = scorer(to_dev(g_ood))
+        ood_scores = scorer(g_ood)
         per_shift[shift] = {m: (id_scores[m][test_id], ood_scores[m][test_id]) for m in METHODS}
     _, lbl_scores, lbl_id, lbl_ood, _ = run_setting(cfg, g, tuple(cfg.ood_classes))
     per_shift["label"] = {m: (lbl_scores[m][lbl_id], lbl_scores[m][lbl_ood]) for m in METHODS}
@@ -160,7 +180,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
             for key, val in ood_metrics(*per_shift[shift][m]).items():
                 metrics[f"{m}/{shift}_{key}"] = val
         metrics[f"{m}/avg_auroc"] = float(np.mean([metrics[f"{m}/{s}_auroc"] for s in SHIFTS]))
-        metrics[f"{m}/id_acc"] = acc["DeGEM" if m.startswith("DeGEM") else "GCN"]
+        metrics[f"{m}/id_acc"] = acc["DeGEM" if m in DEGEM_BASED else "GCN"]
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
