@@ -61,3 +61,22 @@ def test_nuts_with_linear_activation_matches_exact_posterior():
     post = samplers.nuts_collapsed(0, x, y, x_test, 3, 1.0, 0.1, 500, 1500, activation=lambda z: z)
     assert float(jnp.mean(post.var) / jnp.mean(var)) == pytest.approx(1.0, rel=0.1)
     assert jax.numpy.allclose(post.mean, mean, atol=0.05)
+
+
+def test_scale_mixture_is_not_bpkr_and_gibbs_sides_with_it_when_the_scale_is_uncertain():
+    # Few points and one hidden unit leave the readout scale u broad: its posterior mode (BPKR)
+    # and the quadrature over it (the spectral stand-in) then differ by ~20%, and the exact
+    # sampler agrees with the quadrature, so the two estimators are not the same formula.
+    x, y, x_test = data.linear_teacher(6, 12, 4, seed=2, scale=2.0, noise=0.1)
+    k0 = kernels.linear_k0(x, x, 1.0)
+    cross, diag = (
+        kernels.linear_k0(x_test, x, 1.0),
+        jnp.diag(kernels.linear_k0(x_test, x_test, 1.0)),
+    )
+    u = renorm.bpkr_u(k0, y, 1, 1.0, 0.05)
+    _, v_bpkr = kernels.gp_predict(u * k0, u * cross, u * diag, y, 0.05)
+    _, v_mix = exact_linear_posterior(x, y, x_test, 1, 1.0, 0.05)
+    post = samplers.gibbs_linear(0, x, y, x_test, 1, 1.0, 0.05, 40_000, 1_000)
+    gibbs, mix, bpkr = (float(jnp.mean(v)) for v in (post.var, v_mix, v_bpkr))
+    assert abs(bpkr / mix - 1) > 0.1
+    assert gibbs == pytest.approx(mix, rel=0.05)

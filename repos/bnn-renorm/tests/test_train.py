@@ -32,7 +32,7 @@ def test_bench_schema_figures_and_determinism(readme_run):
     doc = json.loads((folder / "results" / "quick.json").read_text())
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
-    assert len(doc["metrics"]) >= 2 and len(doc["claims"]) == 3
+    assert len(doc["metrics"]) >= 2 and len(doc["claims"]) == 4
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert doc["performance"][0]["ours_ess_per_s"] > 0
     assert {p.name for p in (folder / "results" / "figures").glob("*.png")} == {

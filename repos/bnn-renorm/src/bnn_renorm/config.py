@@ -59,6 +59,16 @@ class Config:
     """Training points of the sublinear-width experiment (N much smaller than P)."""
     sub_widths: tuple[int, ...] = (5, 20)
     """Widths N of the sublinear-width experiment."""
+    sub_sweeps: int = 20_000
+    """Blocked Gibbs sweeps per chain in the sublinear-width experiment (its errors are < 1%)."""
+    sub_burn_in: int = 4_000
+    """Gibbs sweeps discarded at the start of every sublinear-width chain."""
+    sub_relu_p: int = 100
+    """Training points of the ReLU sublinear-width experiment (linear teacher, as the paper's)."""
+    sub_relu_n0: int = 20
+    """Input dimension of the ReLU sublinear-width experiment (P / N0 = 5, as the paper's)."""
+    sub_relu_widths: tuple[int, ...] = (5, 20)
+    """Widths N of the ReLU sublinear-width experiment (P / (N N0) = 1 and 0.25)."""
     perf_width: int = 10
     """Width of the network on which Gibbs and NUTS effective samples per second are compared."""
 
@@ -80,6 +90,11 @@ PRESETS: dict[str, Config] = {
         nuts_samples=2_000,
         sub_p=2_000,
         sub_widths=(5, 10, 20, 40),
+        sub_sweeps=100_000,
+        sub_burn_in=20_000,
+        sub_relu_p=200,
+        sub_relu_n0=40,
+        sub_relu_widths=(2, 5, 10, 20),
         perf_width=100,
     ),
 }
@@ -90,15 +105,32 @@ def validate(cfg: Config) -> Config:
     for name in ("s2", "temperature", "relu_temperature"):
         if not getattr(cfg, name) > 0:
             raise ValueError(f"{name} must be > 0, got {getattr(cfg, name)}")
-    for name in ("n0", "p", "n_test", "relu_p", "sub_p", "perf_width", "nuts_samples"):
+    for name in (
+        "n0",
+        "p",
+        "n_test",
+        "relu_p",
+        "sub_p",
+        "sub_relu_p",
+        "sub_relu_n0",
+        "perf_width",
+        "nuts_samples",
+    ):
         if getattr(cfg, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
     if not 0 <= cfg.burn_in < cfg.gibbs_sweeps:
         raise ValueError(f"need 0 <= burn_in < gibbs_sweeps, got {cfg.burn_in}, {cfg.gibbs_sweeps}")
-    if not cfg.alphas or not cfg.relu_alphas or not cfg.sub_widths or not cfg.seeds:
-        raise ValueError("alphas, relu_alphas, sub_widths and seeds must each name a value")
-    if min(cfg.alphas + cfg.relu_alphas) <= 0 or min(cfg.sub_widths) < 1:
-        raise ValueError("alphas must be > 0 and sub_widths >= 1")
+    if not 0 <= cfg.sub_burn_in < cfg.sub_sweeps:
+        raise ValueError(
+            f"need 0 <= sub_burn_in < sub_sweeps, got {cfg.sub_burn_in}, {cfg.sub_sweeps}"
+        )
+    lists = (cfg.alphas, cfg.relu_alphas, cfg.sub_widths, cfg.sub_relu_widths, cfg.seeds)
+    if not all(lists):
+        raise ValueError(
+            "alphas, relu_alphas, sub_widths, sub_relu_widths and seeds must each name a value"
+        )
+    if min(cfg.alphas + cfg.relu_alphas) <= 0 or min(cfg.sub_widths + cfg.sub_relu_widths) < 1:
+        raise ValueError("alphas must be > 0 and sub_widths, sub_relu_widths >= 1")
     if cfg.device not in ("cpu", "gpu"):
         raise ValueError(f"device must be cpu or gpu, got {cfg.device!r}")
     return cfg

@@ -163,6 +163,10 @@ def spectral_scale_posterior(
     (N/2) log u - N u/(2 s2) - 1/2 sum_k [log(u lam_k + T) + y_k^2 / (u lam_k + T)], is a function
     of the kernel's spectrum (lam_k, y_k = e_k^T Y) only; BPKR is exactly its mode, this
     estimator integrates over it (1-D quadrature on a log grid around the mode).
+
+    Our stand-in, not the paper's sublinear estimator (whose formula we could not confirm). It
+    is the exact posterior of a one-hidden-layer linear net, so it differs from BPKR only by the
+    Laplace error of the mode, which vanishes once the data pin u down (large P), whatever N.
     """
     u_star = bpkr_u(k_train, y, width, s2, temperature)
     lam, vec, proj = spectrum(k_train, y)

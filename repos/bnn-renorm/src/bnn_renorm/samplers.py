@@ -122,9 +122,11 @@ def _collapsed_mcmc(width: int, n0: int, activation, warmup: int, samples: int) 
 
     def model(x, y, s2, t):
         z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([width, n0]).to_event(2))
-        feat = _features(x, z, s2, width, activation)
-        cov = s2 * feat @ feat.T + t * jnp.eye(x.shape[0])
-        numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(x.shape[0]), cov), obs=y)
+        # Y ~ N(0, s2 F F^T + T Id): the low-rank form costs O(P N^2), not O(P^3), per gradient.
+        factor = jnp.sqrt(s2) * _features(x, z, s2, width, activation)
+        diag = t * jnp.ones(x.shape[0])
+        obs = dist.LowRankMultivariateNormal(jnp.zeros(x.shape[0]), factor, diag)
+        numpyro.sample("y", obs, obs=y)
 
     return MCMC(
         NUTS(model), num_warmup=warmup, num_samples=samples, progress_bar=False, jit_model_args=True
