@@ -15,7 +15,9 @@ torch.set_num_threads(1)
 TINY = {
     "da_loops": 2, "n_ref": 256, "fit_steps": 20, "n_eval": 200, "sde_steps": 10, "mc_draws": 8,
     "learned_samples": 20, "learned_sde_steps": 4, "inner_steps": 2, "dsm_steps": 20, "batch": 64,
-    "langevin_steps": 5, "ir_pool": 500, "grid_step": 0.4,
+    "langevin_steps": 5, "ir_pool": 500, "grid_step": 0.4, "image_train_steps": 2,
+    "image_batch": 4, "image_ref": 8, "image_samples": 4, "image_sde_steps": 2,
+    "image_inner_steps": 2, "image_mc_draws": 2, "image_dpo_steps": 2,
 }  # fmt: skip
 
 

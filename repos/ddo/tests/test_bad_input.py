@@ -10,6 +10,7 @@ import torch
 from ddo import baselines
 from ddo.config import PRESETS, validate
 from ddo.dual_averaging import da_weights, dual_averaging
+from ddo.objectives import pairwise_dpo_loss
 
 
 @pytest.mark.parametrize("beta", [0.0, -1.0])
@@ -35,6 +36,8 @@ def test_mismatched_preference_pairs_are_rejected():
         baselines.diffusion_dpo(
             net, torch.zeros(5, 2), torch.zeros(5, 3), 1, 2, 1e-3, 1.0, 1e-3, 5.0, g
         )
+    with pytest.raises(ValueError, match="differ in shape"):
+        pairwise_dpo_loss(torch.zeros(5), torch.zeros(4), 1.0)
 
 
 def test_degenerate_importance_weights_warn_with_ess():
@@ -47,3 +50,22 @@ def test_degenerate_importance_weights_warn_with_ess():
     assert ess == pytest.approx(1.0) and torch.equal(x, pool[[3] * 50])
     with pytest.raises(ValueError, match="non-finite"):
         baselines.importance_resample(pool, torch.full((1000,), float("nan")), 5, g)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"image_size": 15}, "must be divisible"),
+        ({"image_channels": ()}, "image_channels must be positive"),
+        ({"image_temperature": 0.0}, "image_temperature > 0"),
+    ],
+)
+def test_bad_image_config_is_rejected(change, message):
+    with pytest.raises(ValueError, match=message):
+        validate(dataclasses.replace(PRESETS["full"], device="cpu", **change))
+
+
+def test_cuda_without_a_gpu_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="CUDA is not available"):
+        validate(PRESETS["full"])

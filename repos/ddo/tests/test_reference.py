@@ -66,6 +66,9 @@ def test_sampler_matches_closed_form_tilted_mixture():
     weights = torch.bincount(modes, minlength=6).float() / len(x)
     assert 0.5 * (weights - tilted.weights).abs().sum() < 0.05
     assert (x.mean(0) - tilted.weights @ tilted.means).norm() < 0.15
+    for k in range(6):  # each component's mean moved to mu_k + sigma^2 c
+        if weights[k] > 0.05:
+            assert (x[modes == k].mean(0) - tilted.means[k]).norm() < 0.1
 
 
 def test_effective_sample_size_matches_direct_formula():

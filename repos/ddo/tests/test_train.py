@@ -6,10 +6,11 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 from conftest import TINY
 
 from ddo.config import PRESETS
-from ddo.train import METHODS, evaluate, train_and_evaluate
+from ddo.train import METHODS, evaluate, optimum, train_and_evaluate
 
 
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
@@ -33,7 +34,20 @@ def test_same_seed_same_numbers(tiny, tmp_path):
 
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
+    """The full config (2-D problem and the UNet image experiment), every count shrunk."""
     full = dataclasses.replace(PRESETS["full"], device="cpu", out=str(tmp_path), **TINY)
-    assert full.hidden == PRESETS["full"].hidden and full.name == "full"
+    assert full.hidden == PRESETS["full"].hidden and full.name == "full" and full.images
+    assert full.image_channels == PRESETS["full"].image_channels == (32, 64)
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["DDO (exact score)/objective"])
+    for method in ("DDO", "Reference", "Importance resampling", "Diffusion-DPO"):
+        assert math.isfinite(metrics[f"Images: {method}/colour_distance"])
+    images = np.load(tmp_path / "images.npz")
+    assert images["DDO"].shape == (TINY["image_samples"], 3, 16, 16)
+
+
+def test_grid_optimum_is_solved_once_for_all_seeds(tiny):
+    """q_hat does not depend on the seed: the benchmark's seeds share one L-BFGS solve."""
+    first = optimum(dataclasses.replace(tiny, seed=1))
+    assert optimum(dataclasses.replace(tiny, seed=2, out="elsewhere")) is first
+    assert optimum(dataclasses.replace(tiny, beta=2.0)) is not first

@@ -38,16 +38,25 @@ class ScoreNet(nn.Module):
         return self.net(torch.cat([x, torch.log(t)[..., None]], dim=-1))
 
     def score(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            return -self(x, t) / ou_coefficients(t)[1].sqrt()[..., None]
+        return eps_to_score(self, x, t)
+
+
+def eps_to_score(eps_model: nn.Module, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """grad log p_t(x) = -eps_theta(x, t) / sqrt(v_t) for an epsilon-prediction network."""
+    with torch.no_grad():
+        v = ou_coefficients(t)[1].to(x.device)
+        return -eps_model(x, t) / v.sqrt()[..., None]
 
 
 def _noised(x0: torch.Tensor, t_min: float, t_max: float, g: torch.Generator):
-    """Log-uniform times, noise and x_t = a_t x0 + sqrt(v_t) eps for a batch."""
+    """Log-uniform times, noise and x_t = a_t x0 + sqrt(v_t) eps for a batch (on x0's device).
+
+    Random numbers come from the CPU generator `g`, so a run is reproducible on any device.
+    """
     u = torch.rand(x0.shape[0], generator=g)
-    t = torch.exp(math.log(t_min) + u * (math.log(t_max) - math.log(t_min)))
+    t = torch.exp(math.log(t_min) + u * (math.log(t_max) - math.log(t_min))).to(x0.device)
     a, v = ou_coefficients(t)
-    eps = torch.randn(x0.shape, generator=g)
+    eps = torch.randn(x0.shape, generator=g).to(x0.device)
     return t, eps, a[:, None] * x0 + v.sqrt()[:, None] * eps
 
 
@@ -60,14 +69,19 @@ def train_dsm(
     t_max: float,
     g: torch.Generator,
     hidden: int = 128,
-) -> ScoreNet:
-    """Denoising score matching: minimise E ||eps_theta(x_t, t) - eps||^2."""
-    dim = sample_ref(1).shape[1]
-    model = ScoreNet(dim, hidden)
+    model: nn.Module | None = None,
+) -> nn.Module:
+    """Denoising score matching: minimise E ||eps_theta(x_t, t) - eps||^2.
+
+    Trains `model` (any epsilon network with forward(x, t) and .score, e.g. the image UNet) or,
+    when None, a fresh ScoreNet of width `hidden` on the dimension of sample_ref's draws.
+    """
+    model = ScoreNet(sample_ref(1).shape[1], hidden) if model is None else model
+    device = next(model.parameters()).device
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, max(steps, 1))
     for _ in range(steps):
-        t, eps, xt = _noised(sample_ref(batch), t_min, t_max, g)
+        t, eps, xt = _noised(sample_ref(batch).to(device), t_min, t_max, g)
         loss = ((model(xt, t) - eps) ** 2).sum(-1).mean()
         opt.zero_grad()
         loss.backward()
@@ -77,8 +91,8 @@ def train_dsm(
 
 
 def diffusion_dpo_loss(
-    model: ScoreNet,
-    ref: ScoreNet,
+    model: nn.Module,
+    ref: nn.Module,
     x_w: torch.Tensor,
     x_l: torch.Tensor,
     beta_dpo: float,
@@ -102,7 +116,7 @@ def diffusion_dpo_loss(
 
 
 def diffusion_dpo(
-    ref: ScoreNet,
+    ref: nn.Module,
     x_w: torch.Tensor,
     x_l: torch.Tensor,
     steps: int,
@@ -112,7 +126,7 @@ def diffusion_dpo(
     t_min: float,
     t_max: float,
     g: torch.Generator,
-) -> ScoreNet:
+) -> nn.Module:
     """Fine-tune a copy of the reference score network on labelled pairs (Diffusion-DPO)."""
     check_pairs(x_w, x_l)
     model = copy.deepcopy(ref).requires_grad_(True)
@@ -175,5 +189,6 @@ def importance_resample(
             RuntimeWarning,
             stacklevel=2,
         )
-    idx = torch.multinomial(torch.softmax(log_weights, 0), n, replacement=True, generator=g)
+    probs = torch.softmax(log_weights, 0).cpu()  # the CPU generator draws on any device
+    idx = torch.multinomial(probs, n, replacement=True, generator=g)
     return pool[idx], ess

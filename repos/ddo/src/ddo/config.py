@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch
+
 from .objectives import OBJECTIVES
 
 
@@ -93,6 +95,30 @@ class Config:
     """Reference samples in the importance-resampling pool."""
     grid_step: float = 0.2
     """Cell width of the evaluation grid."""
+    images: bool = False
+    """Also run the 16x16 colour-image experiment (diffusers UNet2DModel; the full preset)."""
+    image_size: int = 16
+    """Height and width of the procedural colour images."""
+    image_channels: tuple[int, ...] = (32, 64)
+    """block_out_channels of the UNet2DModel (attention in every block but the first)."""
+    image_temperature: float = 0.1
+    """Bradley-Terry temperature of the image reward -||mean colour - target|| / temperature."""
+    image_train_steps: int = 20000
+    """Denoising-score-matching steps of the UNet reference."""
+    image_batch: int = 128
+    """Batch size of the UNet's score matching and Diffusion-DPO."""
+    image_ref: int = 4096
+    """Reference images sampled from the UNet per DA loop (also the IR pool and the pairs)."""
+    image_samples: int = 512
+    """Aligned images drawn per sampler."""
+    image_sde_steps: int = 100
+    """Reverse-SDE steps of the image samplers (outer steps of the h-transform)."""
+    image_inner_steps: int = 10
+    """Steps of each inner UNet simulation giving posterior draws."""
+    image_mc_draws: int = 16
+    """Posterior draws M per outer step of the image h-transform sampler."""
+    image_dpo_steps: int = 5000
+    """Diffusion-DPO fine-tuning steps of the UNet."""
 
 
 PRESETS: dict[str, Config] = {
@@ -101,7 +127,7 @@ PRESETS: dict[str, Config] = {
         name="full", out="runs/full", device="cuda", seeds=(0, 1, 2, 3, 4), da_loops=10,
         n_ref=65536, fit_steps=3000, hidden=256, n_eval=20000, sde_steps=500, mc_draws=256,
         learned_samples=5000, learned_sde_steps=200, inner_steps=50, dsm_steps=50000,
-        dsm_hidden=512, langevin_steps=5000, ir_pool=200000, grid_step=0.1,
+        dsm_hidden=512, langevin_steps=5000, ir_pool=200000, grid_step=0.1, images=True,
     ),
 }  # fmt: skip
 
@@ -124,6 +150,11 @@ def validate(cfg: Config) -> Config:
         "learned_samples": cfg.learned_samples, "learned_sde_steps": cfg.learned_sde_steps,
         "inner_steps": cfg.inner_steps, "dsm_steps": cfg.dsm_steps, "batch": cfg.batch,
         "langevin_steps": cfg.langevin_steps, "ir_pool": cfg.ir_pool, "threads": cfg.threads,
+        "image_size": cfg.image_size, "image_train_steps": cfg.image_train_steps,
+        "image_batch": cfg.image_batch, "image_ref": cfg.image_ref,
+        "image_samples": cfg.image_samples, "image_sde_steps": cfg.image_sde_steps,
+        "image_inner_steps": cfg.image_inner_steps, "image_mc_draws": cfg.image_mc_draws,
+        "image_dpo_steps": cfg.image_dpo_steps,
     }  # fmt: skip
     for field, value in counts.items():
         if value < 1:
@@ -132,4 +163,16 @@ def validate(cfg: Config) -> Config:
         raise ValueError("sigma, radius and grid_step must be > 0")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
+    if cfg.images:
+        if not cfg.image_channels or min(cfg.image_channels) < 1 or cfg.image_temperature <= 0:
+            raise ValueError("image_channels must be positive widths and image_temperature > 0")
+        if cfg.image_size % 2 ** (len(cfg.image_channels) - 1):
+            raise ValueError(
+                f"image_size {cfg.image_size} must be divisible by 2^(len(image_channels) - 1)"
+            )
+        if cfg.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(
+                f"device {cfg.device!r} requested but CUDA is not available; "
+                "pass --device cpu to run the image experiment on the CPU"
+            )
     return cfg

@@ -77,15 +77,17 @@ def dual_averaging(
     lr: float,
     hidden: int = 64,
     on_loop: Callable[[int, Potential], None] | None = None,
+    device: str | torch.device = "cpu",
 ) -> list[Potential]:
     """Run `loops` DA loops; returns the potentials f_0 = 0, f_1, ..., f_K (Alg. 1, reconstructed).
 
-    sample_ref(n) draws reference samples (the pretrained model in the paper).
+    sample_ref(n) draws reference samples (the pretrained model in the paper), shape (n, d),
+    on `device`, where the potential networks live too.
     """
     if beta <= 0:
         raise ValueError(f"beta (the KL weight) must be > 0, got {beta}")
     dim = sample_ref(1).shape[1]
-    potentials = [Potential(dim, hidden)]
+    potentials = [Potential(dim, hidden).to(device)]
     for k in range(loops):
         prev = potentials[-1]
         x = sample_ref(n_samples)

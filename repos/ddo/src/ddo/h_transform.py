@@ -45,9 +45,9 @@ def reverse_sde(
     """
     for t_now, t_next in itertools.pairwise(times):
         h = float(t_now - t_next)
-        t_vec = torch.full(x.shape[:-1], float(t_now))
+        t_vec = torch.full(x.shape[:-1], float(t_now), device=x.device)
         drift = x + 2 * score(x, t_vec)
-        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype)
+        noise = torch.randn(x.shape, generator=generator, dtype=x.dtype).to(x.device)
         x = x + h * drift + (2 * h) ** 0.5 * noise
     return x
 
@@ -81,11 +81,13 @@ def h_transform_sample(
     times: torch.Tensor,
     m_draws: int,
     generator: torch.Generator,
+    device: str | torch.device = "cpu",
 ) -> torch.Tensor:
     """Sample q ~ p_ref e^{-f} by the reverse SDE with score ref_score + grad log h_t.
 
     posterior_draws(x, t, M) returns M draws of X_0 | X_t = x per row, shape (n, M, d).
     The sampler starts from the OU stationary law N(0, I), exact up to e^{-t_max}.
+    Images are flattened to d = C*H*W; ref_score reshapes them for its network.
     """
 
     def tilted_score(x: torch.Tensor, t_vec: torch.Tensor) -> torch.Tensor:
@@ -93,7 +95,7 @@ def h_transform_sample(
         x0 = posterior_draws(x, t, m_draws)
         return ref_score(x, t_vec) + mc_correction(potential, x, t, x0)
 
-    x = torch.randn(n, dim, generator=generator)
+    x = torch.randn(n, dim, generator=generator).to(device)
     return reverse_sde(tilted_score, x, times, generator)
 
 
