@@ -69,3 +69,13 @@ def test_token_outside_its_slot_is_a_clear_error():
         v.from_vocab(torch.tensor([9, 3]), "camera")
     with pytest.raises(ValueError, match="image code outside"):
         v.to_vocab(torch.tensor([8]), "image")
+
+
+def test_vq_tokenizer_rejects_wrong_image_size():
+    from gst.tokenizers import VQTokenizer
+
+    tok = VQTokenizer(16, 4, 3, 8, steps=1)
+    with pytest.raises(ValueError, match=r"shape \(N, \(16, 16, 3\)\)"):
+        tok.fit(np.zeros((2, 24, 24, 3), dtype=np.float32), seed=0)
+    with pytest.raises(ValueError, match="power of 2"):
+        VQTokenizer(24, 5, 3, 8)

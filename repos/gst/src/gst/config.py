@@ -37,7 +37,7 @@ class Config:
     """Rendered image (and Pluecker map) side in pixels."""
     n_objects: int = 4
     """Random asymmetric objects in the scene set."""
-    n_train: int = 2000
+    n_train: int = 8000
     """Training observation/target pairs."""
     n_test: int = 128
     """Held-out pairs for evaluation (same objects, new cameras)."""
@@ -61,7 +61,7 @@ class Config:
     """Dropout on tokens, residuals and feed-forward (official: 0.1)."""
     qk_norm: bool = True
     """LayerNorm on queries and keys (official default)."""
-    steps: int = 300
+    steps: int = 1000
     """AdamW steps per model (same for every method)."""
     batch: int = 32
     """Sequences per step."""

@@ -127,8 +127,10 @@ class GST(nn.Module):
         nn.init.zeros_(self.head.weight)
         self.register_buffer("angles", sequence_angles(grid, width // heads), persistent=False)
 
-    def forward(self, tokens, segments, start: int = 0, caches=None):
-        """tokens, segments: (B, T) for sequence positions start..start+T-1 -> (B, T, vocab)."""
+    def forward(self, tokens, segments, start: int = 0, caches=None, logits_from: int = 0):
+        """tokens, segments: (B, T) for sequence positions start..start+T-1 -> logits
+        (B, T - logits_from, vocab) of the positions from `logits_from` on (training skips the
+        output head where no loss is taken: the observation segment predicts nothing)."""
         t = tokens.shape[1]
         if start + t > self.angles.shape[0]:
             raise ValueError(f"sequence of {start + t} tokens exceeds {self.angles.shape[0]}")
@@ -136,7 +138,7 @@ class GST(nn.Module):
         ang = self.angles[start : start + t]
         for i, blk in enumerate(self.blocks):
             x = blk(x, ang, None if caches is None else caches[i])
-        return self.head(self.norm(x))
+        return self.head(self.norm(x[:, logits_from:]))
 
     @torch.no_grad()
     def sample(

@@ -33,17 +33,33 @@ def build(vocab: Vocab, obs: torch.Tensor, cam: torch.Tensor, tgt: torch.Tensor,
     return tokens, seg.expand(b, -1)
 
 
-def segment_losses(logits: torch.Tensor, tokens: torch.Tensor, seg: torch.Tensor, n: int):
+def segment_losses(
+    logits: torch.Tensor, tokens: torch.Tensor, seg: torch.Tensor, n: int, logits_from: int = 0
+) -> dict[str, torch.Tensor]:
     """Mean next-token cross-entropy over the camera and the target-image segments.
 
-    logits (B, T, V) predict tokens[:, 1:]; returns {"camera": ..., "image": ...}.
+    logits (B, T - logits_from, V) are those of positions logits_from.. and predict
+    tokens[:, logits_from + 1:]; returns {"camera": ..., "image": ...} for every segment that
+    has a predicted token in that range.
     """
-    ce = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
-    tgt_seg = seg[:, 1:]
-    return {
-        "camera": ce[tgt_seg == SEG_CAMERA].mean(),
-        "image": ce[tgt_seg == SEG_TARGET].mean(),
-    }
+    ce = F.cross_entropy(
+        logits[:, :-1].transpose(1, 2), tokens[:, logits_from + 1 :], reduction="none"
+    )
+    tgt_seg = seg[:, logits_from + 1 :]
+    out = {}
+    for name, kind in (("camera", SEG_CAMERA), ("image", SEG_TARGET)):
+        sel = tgt_seg == kind
+        if sel.any():
+            out[name] = ce[sel].mean()
+    return out
+
+
+def first_trained_position(seg: torch.Tensor, trained: tuple[str, ...]) -> int:
+    """The first position whose logits predict a token of a trained segment (segment types
+    are the same for every row): the head and the loss need not run before it."""
+    kinds = {"camera": SEG_CAMERA, "image": SEG_TARGET}
+    hit = torch.isin(seg[0, 1:], torch.tensor([kinds[k] for k in trained]))
+    return int(hit.nonzero()[0, 0])
 
 
 # which (order, segment) losses each autoregressive method trains on

@@ -138,7 +138,9 @@ def ar_loss(model: GST, prep: Prepared, idx: torch.Tensor, method: str, step: in
     c = prep.codes["train"]
     tokens, seg = sequence.build(prep.vocab, c["obs"][idx], c["cam"][idx], c["tgt"][idx], order)
     tokens, seg = tokens.to(device), seg.to(device)
-    losses = sequence.segment_losses(model(tokens, seg), tokens, seg, c["obs"].shape[1])
+    first = sequence.first_trained_position(seg, orders[order])
+    logits = model(tokens, seg, logits_from=first)
+    losses = sequence.segment_losses(logits, tokens, seg, c["obs"].shape[1], first)
     return sum(losses[k] for k in orders[order]) / len(orders[order])
 
 
