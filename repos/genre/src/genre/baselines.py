@@ -1,8 +1,8 @@
 """Comparison methods, each `fn(x_neg) -> x_cf` on the scaled features, like genre_recourse.
 
 NNR is the lambda -> infinity limit of GenRe's target (official recourse/nnr.py); Wachter and
-Growing Spheres are written here after their papers (CARLA's versions are not installable);
-DiCE comes from dice-ml.
+Growing Spheres are written here after their papers (CARLA's versions are not installable), as
+is REVISE (a small VAE and a gradient search in its latent space); DiCE comes from dice-ml.
 """
 
 from __future__ import annotations
@@ -107,6 +107,96 @@ def growing_spheres(
                 found = trial
         out[i] = found
     return out
+
+
+VAE_SIGMA = 0.1
+
+
+class VAE(nn.Module):
+    """A small MLP VAE on the scaled features; the decoder's sigmoid keeps outputs in [0, 1]."""
+
+    def __init__(self, d: int, latent: int = 4, hidden: int = 32):
+        super().__init__()
+        self.encoder = nn.Sequential(
+            nn.Linear(d, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU()
+        )
+        self.mean, self.log_var = nn.Linear(hidden, latent), nn.Linear(hidden, latent)
+        self.decoder = nn.Sequential(
+            nn.Linear(latent, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, d),
+            nn.Sigmoid(),
+        )
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        e = self.encoder(x)
+        return self.mean(e), self.log_var(e)
+
+    def loss(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Negative ELBO per row (up to a constant) with a Gaussian decoder of fixed width
+        sigma = 0.1, so that on [0, 1]-scaled data reconstruction is not drowned by the KL term:
+        ||x - G(z)||^2 / (2 sigma^2) + KL(q(z|x) || N(0, I))."""
+        mu, log_var = self.encode(x)
+        eps = torch.randn(mu.shape, generator=generator)
+        recon = self.decoder(mu + (0.5 * log_var).exp() * eps)
+        kl = 0.5 * (mu**2 + log_var.exp() - 1 - log_var).sum(1)
+        return ((recon - x) ** 2).sum(1) / (2 * VAE_SIGMA**2) + kl
+
+
+def fit_vae(x: np.ndarray, epochs: int, seed: int, batch: int = 128) -> VAE:
+    """REVISE's generative model, fitted on the training rows (Adam 1e-3)."""
+    torch.manual_seed(seed)
+    vae = VAE(x.shape[1])
+    opt = torch.optim.Adam(vae.parameters(), lr=1e-3)
+    xt, g = torch.as_tensor(x), torch.Generator().manual_seed(seed)
+    for _ in range(epochs):
+        for idx in torch.randperm(len(xt), generator=g).split(batch):
+            loss = vae.loss(xt[idx], g).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return vae.eval().requires_grad_(False)
+
+
+def revise(
+    x: torch.Tensor,
+    h: nn.Module,
+    vae: VAE,
+    immutable,
+    categorical,
+    steps: int = 300,
+    lr: float = 0.05,
+    lams: tuple[float, ...] = (1.0, 0.1, 0.01),
+) -> torch.Tensor:
+    """REVISE (Joshi et al. 2019): start from z = E(x), minimise BCE(h(G(z)), 1) + lam
+    ||G(z) - x||_1 over z by Adam, relaxing lam until h flips; immutables copied back and
+    categoricals rounded before h judges the result."""
+    best = x.clone()
+    todo = torch.ones(len(x), dtype=torch.bool)
+    for lam in lams:
+        if not todo.any():
+            break
+        x0 = x[todo]
+        z = vae.encode(x0)[0].clone().requires_grad_(True)
+        opt = torch.optim.Adam([z], lr=lr)
+        for _ in range(steps):
+            cand = vae.decoder(z)
+            cand = torch.where(immutable, x0, cand)  # h never sees a changed immutable
+            p = h(cand)
+            loss = nn.functional.binary_cross_entropy(p, torch.ones_like(p), reduction="sum")
+            loss = loss + lam * (cand - x0).abs().sum()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with torch.no_grad():
+            cand = project(vae.decoder(z), x0, immutable, categorical)
+            best[todo] = cand
+            done = torch.zeros_like(todo)
+            done[todo] = h(cand) > 0.5
+            todo &= ~done
+    return best
 
 
 class _ProbaWrapper:

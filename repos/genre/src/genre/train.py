@@ -127,6 +127,7 @@ def run_protocol(cfg: Config, workdir: Path) -> tuple[dict[str, float], dict[str
     lof = metrics.fit_lof(x[tr][classifiers.gold_proba(gold, x[tr]) > 0.5])
     g = torch.Generator().manual_seed(cfg.seed)
     h_dev = copy.deepcopy(h).to(cfg.device)
+    vae = baselines.fit_vae(x[tr], cfg.vae_epochs, cfg.seed) if "REVISE" in cfg.methods else None
     runners = {
         "GenRe": lambda xn: genre_recourse(
             model,
@@ -141,6 +142,7 @@ def run_protocol(cfg: Config, workdir: Path) -> tuple[dict[str, float], dict[str
         "NNR": lambda xn: baselines.nnr(xn, x_pos, immutable),
         "Wachter": lambda xn: baselines.wachter(xn, h, immutable, categorical),
         "GrowingSpheres": lambda xn: baselines.growing_spheres(xn, h, immutable, categorical, g),
+        "REVISE": lambda xn: baselines.revise(xn, h, vae, immutable, categorical),
         "DiCE": lambda xn: torch.as_tensor(
             baselines.dice(
                 xn.numpy(),
@@ -164,7 +166,14 @@ def run_protocol(cfg: Config, workdir: Path) -> tuple[dict[str, float], dict[str
         with torch.no_grad():
             p_cf = h(torch.as_tensor(cf)).numpy()
         row = metrics.summarize_recourse(
-            xn.numpy(), cf, classifiers.gold_proba(gold, cf), p_cf, lof, seconds
+            xn.numpy(),
+            cf,
+            classifiers.gold_proba(gold, cf),
+            p_cf,
+            lof,
+            seconds,
+            tab.immutable,
+            tab.categorical,
         )
         out.update({f"{name}/{k}": v for k, v in row.items()})
         cfs[name] = cf
@@ -173,15 +182,22 @@ def run_protocol(cfg: Config, workdir: Path) -> tuple[dict[str, float], dict[str
     return out, cfs
 
 
-def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """Run one seed of the protocol and return its metrics; writes workdir/config.json first."""
+def train_and_evaluate_with_recourses(
+    cfg: Config, workdir: str | Path
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """train_and_evaluate that also returns the recourses (the benchmark plots them)."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    result, _ = run_protocol(cfg, workdir)
+    result, recourses = run_protocol(cfg, workdir)
     atomic_write_json(workdir / "metrics.json", result)
-    return result
+    return result, recourses
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Run one seed of the protocol and return its metrics; writes workdir/config.json first."""
+    return train_and_evaluate_with_recourses(cfg, workdir)[0]
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:
