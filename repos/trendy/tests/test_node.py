@@ -58,6 +58,18 @@ def test_learns_a_linear_ode_whose_rate_depends_on_theta():
     assert rates.real[0, 0] > 0 > rates.real[2, 0]
 
 
+def test_normalised_mse_is_scale_free_and_one_for_the_mean_guess():
+    true = torch.randn(5, 7, 3, generator=torch.Generator().manual_seed(0))
+    true = true * torch.tensor([10.0, 1.0, 0.1])
+    guess = true.reshape(-1, 3).mean(0).expand_as(true)
+    assert node.normalised_mse(true, true) == 0.0
+    # predicting each coordinate's mean: error = per-coordinate variance, so the ratio is 1
+    assert abs(node.normalised_mse(guess, true) - 1.0) < 1e-6
+    pred = true + 0.3 * torch.randn(true.shape, generator=torch.Generator().manual_seed(1))
+    scaled = node.normalised_mse(50.0 * pred, 50.0 * true)
+    assert abs(scaled - node.normalised_mse(pred, true)) < 1e-6
+
+
 def test_parameters_outside_the_trained_range_warn():
     model = node.ParamODE(2, 2, 8, 1, torch.tensor([[0.0, 0.0], [1.0, 1.0]]))
     with pytest.warns(UserWarning, match="outside the trained range"):

@@ -17,8 +17,9 @@ from trendy.train import evaluate, train_and_evaluate
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["epochs"] == tiny.epochs
-    assert {"test_mse", "sindycp_test_mse", "accuracy", "hopf_rel_err"} <= set(metrics)
-    assert all(math.isfinite(metrics[k]) for k in ("test_mse", "sindycp_test_mse", "accuracy"))
+    assert {"test_mse", "test_nmse", "sindycp_test_mse", "accuracy", "hopf_rel_err"} <= set(metrics)
+    keys = ("test_mse", "test_nmse", "sindycp_test_mse", "sindycp_test_nmse", "accuracy")
+    assert all(math.isfinite(metrics[k]) for k in keys)
     assert evaluate(tmp_path / "run") == metrics
 
 
@@ -40,6 +41,12 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     )
     assert PRESETS["full"].grid == 64 and PRESETS["full"].n_train == 2000
     assert math.isfinite(train_and_evaluate(full, tmp_path)["test_mse"])
+
+
+def test_quick_preset_follows_the_cpu_plan_of_the_brief():
+    quick = PRESETS["quick"]
+    assert (quick.epochs, quick.lr, quick.hidden, quick.depth) == (300, 1e-3, 64, 4)
+    assert (quick.scattering_j, quick.scattering_l, quick.diffusion) == (2, 8, (1.0, 8.0))
 
 
 def test_patches_hide_the_requested_fraction():

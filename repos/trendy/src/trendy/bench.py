@@ -75,8 +75,9 @@ def system_runs(base: Config, suffix: str) -> dict[str, dict[str, float]]:
     for sigma in NOISE_LEVELS:
         run = dataclasses.replace(base, noise=sigma)
         m = train_and_evaluate(run, folder / f"scattering-noise{sigma}", dataset)
-        runs[trendy][f"test_mse_noise{sigma}"] = m["test_mse"]
-        runs[sindy][f"test_mse_noise{sigma}"] = m["sindycp_test_mse"]
+        for key, method in (("test", trendy), ("sindycp_test", sindy)):
+            runs[method][f"test_mse_noise{sigma}"] = m[f"{key}_mse"]
+            runs[method][f"test_nmse_noise{sigma}"] = m[f"{key}_nmse"]
         if sigma == 0.0:
             runs[trendy].update({k: m[k] for k in scores})
             if scores:
@@ -84,7 +85,7 @@ def system_runs(base: Config, suffix: str) -> dict[str, dict[str, float]]:
     for meas in ("mean", "fourier"):
         run = dataclasses.replace(base, measurement=meas, sindycp=False)
         m = train_and_evaluate(run, folder / meas, dataset)
-        runs[f"TRENDy-{meas}{suffix}"] = {k: m[k] for k in ("test_mse", *scores)}
+        runs[f"TRENDy-{meas}{suffix}"] = {k: m[k] for k in ("test_mse", "test_nmse", *scores)}
     return runs
 
 
@@ -129,13 +130,14 @@ def compute_claims(metrics: dict) -> list[dict]:
 
 
 def plot(metrics: dict, figures: Path) -> None:
-    """MSE against noise for TRENDy and SINDyCP; regime accuracy per measurement."""
+    """MSE against noise for TRENDy and SINDyCP; normalised test MSE (comparable across
+    measurements) and regime accuracy per measurement."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    fig, (ax1, ax3, ax2) = plt.subplots(1, 3, figsize=(13, 3.5))
     for name in ("TRENDy", "SINDyCP"):
         mu = [metrics[name][f"test_mse_noise{s}"]["mean"] for s in NOISE_LEVELS]
         sd = [metrics[name][f"test_mse_noise{s}"]["std"] for s in NOISE_LEVELS]
@@ -143,6 +145,10 @@ def plot(metrics: dict, figures: Path) -> None:
     ax1.set(xlabel="noise sigma (relative)", ylabel="test trajectory MSE (PCA space)", yscale="log")
     ax1.legend()
     names = ("TRENDy", "TRENDy-mean", "TRENDy-fourier")
+    keys = ("test_nmse_noise0.0", "test_nmse", "test_nmse")
+    ax3.bar(names, [metrics[n][k]["mean"] for n, k in zip(names, keys, strict=True)],
+            yerr=[metrics[n][k]["std"] for n, k in zip(names, keys, strict=True)], capsize=3)  # fmt: skip
+    ax3.set(ylabel="test MSE / test variance (noise 0)", yscale="log")
     ax2.bar(names, [metrics[n]["accuracy"]["mean"] for n in names],
             yerr=[metrics[n]["accuracy"]["std"] for n in names], capsize=3)  # fmt: skip
     ax2.axhline(MIN_ACCURACY, color="k", ls="--", lw=1)

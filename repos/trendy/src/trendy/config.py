@@ -74,8 +74,8 @@ class Config:
     """Hidden layers of the neural ODE's MLP."""
     euler_steps: int = 40
     """Euler steps of the neural ODE over rescaled time [0, 1] (a multiple of n_frames-1)."""
-    epochs: int = 150
-    """Full-batch Adam steps on the trajectory loss."""
+    epochs: int = 300
+    """Full-batch Adam steps on the trajectory loss (the brief's CPU plan: about 300)."""
     lr: float = 1e-3
     """Adam learning rate."""
     beta: float = 1e-4

@@ -6,6 +6,8 @@
   during integration (the official code lets it drift; see the README's Deviations).
 - `integrate`: forward Euler via torchdiffeq over rescaled time [0, 1].
 - `trajectory_loss`: paper Eq. 4, state error plus beta times first-difference error.
+- `normalised_mse`: trajectory MSE divided by the targets' variance, comparable across
+  measurements whose PCA coordinates live on different scales.
 - `jacobian_spectrum`: eigenvalues of d g_pi / d S, used to locate bifurcations.
 """
 
@@ -86,6 +88,18 @@ def trajectory_loss(pred: torch.Tensor, true: torch.Tensor, beta: float) -> torc
     state = (pred - true).pow(2).sum(-1).mean()
     slope = ((pred.diff(dim=1) - true.diff(dim=1)) / dt).pow(2).sum(-1).mean()
     return state + beta * slope
+
+
+def normalised_mse(pred: torch.Tensor, true: torch.Tensor) -> float:
+    """MSE over (batch, frames, dim) divided by the mean per-coordinate variance of `true` over
+    batch and frames: 0 for a perfect fit, 1 for predicting each coordinate's mean.
+
+    The raw MSE is in the units of the reduced measurement: standardised PCA coordinates carry
+    the variance the components explain (about 25 per coordinate for 162 scattering features, 1
+    for the 2 mean-only features), so raw MSEs of different measurements are not comparable.
+    """
+    var = true.reshape(-1, true.shape[-1]).var(0, unbiased=False).mean()
+    return float((pred - true).pow(2).mean() / var)
 
 
 def fit_node(

@@ -85,7 +85,10 @@ def train_and_evaluate(
         box=torch.tensor([cfg.param_low, cfg.param_high]),
     )  # fmt: skip
     pred = {k: node.predict(model, s[k][:, 0], th[k], cfg.euler_steps, cfg.n_frames) for k in s}
-    metrics = {"test_mse": float((pred["test"] - s["test"]).pow(2).mean())}
+    metrics = {
+        "test_mse": float((pred["test"] - s["test"]).pow(2).mean()),
+        "test_nmse": node.normalised_mse(pred["test"], s["test"]),
+    }
     if cfg.sindycp:
         sindy = baselines.fit_sindycp(
             s["train"].cpu(), th["train"].cpu(), threshold=cfg.sindy_threshold
@@ -95,6 +98,7 @@ def train_and_evaluate(
             sindy, s["test"][:, 0].cpu(), th["test"].cpu(), cfg.euler_steps, cfg.n_frames, bound
         )
         metrics["sindycp_test_mse"] = float((sindy_test - s["test"].cpu()).pow(2).mean())
+        metrics["sindycp_test_nmse"] = node.normalised_mse(sindy_test, s["test"].cpu())
     if cfg.system == "brusselator":
         scores = bifurcation.classify_regimes(
             pred["train"][:, -1].cpu().numpy(), dataset["regime_train"].numpy(),
