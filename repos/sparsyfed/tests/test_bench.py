@@ -14,7 +14,10 @@ def test_bench_writes_schema(tiny):
     assert on_disk == doc
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
-    assert len(doc["metrics"]) == 9
+    assert (
+        len(doc["metrics"]) == 14
+    )  # 5 headline + 2 at s=0.95 + 3 at alpha=1000 + 4 with GroupNorm
+    assert "SparsyFed (alpha=0.1, s=0.9, mlp_gn)" in doc["metrics"]
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert {p["id"] for p in doc["performance"]} >= {"upload-nonzeros-s0.9"}
     assert (Path(tiny.results_dir) / "figures" / "quick_curves.png").stat().st_size > 0

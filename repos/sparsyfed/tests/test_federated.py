@@ -35,3 +35,18 @@ def test_round_one_upload_is_pruned_in_omega_including_output_layer(tiny, method
     zeros = sum(int((state[n] == 0).sum()) for n in names)
     total = sum(state[n].numel() for n in names)
     assert zeros == round(0.9 * total)
+
+
+def test_flash_keeps_the_received_mask_and_topk_does_not(tiny):
+    """FLASH masks the gradients with the received zeros: the upload has exactly the mask it
+    got; Top-K regrows during local training and re-prunes, so its mask may move."""
+    moved = {}
+    for method in ("flash", "topk"):
+        cfg = dataclasses.replace(tiny, method=method, sparsity=0.9, rounds=30)  # round 2 lr ~0.38
+        model = new_model(cfg)
+        names = [f"{n}.weight" for n, _ in sparsy_layers(model)]
+        sparse, _ = client_round(cfg, model, state_of(model), client=0, server_round=1)
+        after, _ = client_round(cfg, model, sparse, client=1, server_round=2)
+        moved[method] = sum(int(((sparse[n] != 0) != (after[n] != 0)).sum()) for n in names)
+    assert moved["flash"] == 0
+    assert moved["topk"] > 0

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import torch
 from flwr.app import MetricRecord, RecordDict
 from flwr.serverapp.strategy.strategy_utils import aggregate_arrayrecords
 
+from sparsyfed.config import PRESETS
 from sparsyfed.federated import client_round, fedavg, new_model, run_federated, state_of
 from sparsyfed.flower_app import config_from_json, from_record, to_record
 
@@ -46,3 +48,25 @@ def test_simulation_engine_gives_the_in_process_global_model(tiny, tmp_path, mon
     loop_state, _, _ = run_federated(cfg)
     for key, value in loop_state.items():
         assert torch.allclose(flwr_state[key], value, atol=1e-6), key
+
+
+def test_run_config_maps_onto_the_preset():
+    from sparsyfed.flower_app import config_from_run_config
+
+    cfg = config_from_run_config({"preset": "quick", "n-clients": 6, "out-dir": "/tmp/x"})
+    assert cfg.n_clients == 6 and cfg.rounds == PRESETS["quick"].rounds
+
+
+@pytest.mark.parametrize(
+    ("run_config", "message"),
+    [
+        ({"preset": "huge"}, "preset must be one of"),
+        ({"n-clientz": 3}, "unknown run config keys ['n_clientz']"),
+        ({"sparsity": 1.0}, "sparsity must be in [0, 1)"),
+    ],
+)
+def test_run_config_rejects_bad_values(run_config, message):
+    from sparsyfed.flower_app import config_from_run_config
+
+    with pytest.raises(ValueError, match=re.escape(message)):
+        config_from_run_config(run_config)

@@ -7,6 +7,7 @@ import torch
 
 from sparsyfed.federated import fedavg, state_of
 from sparsyfed.models import build_model
+from sparsyfed.powerprop import sparsy_layers
 from sparsyfed.sparsity import (
     global_magnitude_prune,
     iou,
@@ -81,3 +82,14 @@ def test_layer_densities_report_each_layer():
     sizes = {"fc1": 64 * 256, "fc2": 256 * 256, "fc3": 256 * 10}
     total = sum(dens[k] * n for k, n in sizes.items()) / sum(sizes.values())
     assert total == pytest.approx(0.1, abs=1e-4)
+
+
+def test_norm_layers_of_mlp_gn_are_never_pruned():
+    model = build_model("mlp_gn", 1.25, True, 0)
+    norms = {k: v.clone() for k, v in state_of(model).items() if k.startswith(("bn1", "bn2"))}
+    assert norms and [n for n, _ in sparsy_layers(model)] == ["fc1", "fc2", "fc3"]
+    global_magnitude_prune(model, 0.9)
+    for key, value in norms.items():
+        assert torch.equal(state_of(model)[key], value), key
+    prunable = torch.cat([m.weight.detach().flatten() for _, m in sparsy_layers(model)])
+    assert int((prunable == 0).sum()) == round(0.9 * prunable.numel())

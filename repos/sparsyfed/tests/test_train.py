@@ -14,7 +14,7 @@ from sparsyfed.train import evaluate, train_and_evaluate
 from .test_data import write_tiny_cifar
 
 
-@pytest.mark.parametrize("method", ["dense", "topk", "sparsyfed_na", "sparsyfed"])
+@pytest.mark.parametrize("method", ["dense", "topk", "flash", "sparsyfed_na", "sparsyfed"])
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, method):
     cfg = dataclasses.replace(tiny, method=method)
     metrics = train_and_evaluate(cfg, tmp_path / "run")
@@ -67,6 +67,8 @@ def test_full_preset_runs_one_round_at_tiny_size(tmp_path):
         ("alpha", -1.0, "alpha must be > 0"),
         ("clients_per_round", 50, "clients_per_round must be in"),
         ("method", "zerofl", "method must be one of"),
+        ("arch", "vit", "dataset/arch must be"),
+        ("bench_norm_arch", "vit", "bench_norm_arch must be"),
     ],
 )
 def test_bad_config_is_a_clear_error(tiny, field, value, message):

@@ -1,11 +1,16 @@
 """The four federated methods, as settings of the same client (Section 4 of the paper).
 
-| method        | beta       | activation pruning | local pruning to s |
-|---------------|------------|--------------------|--------------------|
-| dense         | 1          | no                 | no  (FedAvg)       |
-| topk          | 1          | no                 | yes (Top-K)        |
-| sparsyfed_na  | cfg.beta   | no                 | yes (ablation)     |
-| sparsyfed     | cfg.beta   | yes                | yes (SparsyFed)    |
+| method        | beta       | activation pruning | local pruning to s | gradient mask        |
+|---------------|------------|--------------------|--------------------|----------------------|
+| dense         | 1          | no                 | no  (FedAvg)       | no                   |
+| topk          | 1          | no                 | yes (Top-K)        | no                   |
+| flash         | 1          | no                 | yes                | received mask (FLASH)|
+| sparsyfed_na  | cfg.beta   | no                 | yes (ablation)     | no                   |
+| sparsyfed     | cfg.beta   | yes                | yes (SparsyFed)    | no                   |
+
+FLASH (Babakniya et al., 2023) as the official `fixed_train`: clients multiply the gradients by
+the non-zero mask of the weights they receive, so the mask that the first round's pruning sets
+never changes (no warm-up rounds, as the official runs: `warmup: 0`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from .config import Config
 LABELS = {
     "dense": "FedAvg (dense)",
     "topk": "Top-K",
+    "flash": "FLASH (fixed mask)",
     "sparsyfed_na": "SparsyFed w/o act. pruning",
     "sparsyfed": "SparsyFed",
 }
@@ -30,6 +36,8 @@ class MethodSpec:
     """Top-k activation pruning in the backward pass."""
     sparsity: float
     """Global magnitude pruning after local training (0 = none)."""
+    fixed_mask: bool = False
+    """Mask the gradients of the pruned weights with the received model's zeros (FLASH)."""
 
 
 def method_spec(cfg: Config) -> MethodSpec:
@@ -38,6 +46,8 @@ def method_spec(cfg: Config) -> MethodSpec:
         return MethodSpec(1.0, False, 0.0)
     if cfg.method == "topk":
         return MethodSpec(1.0, False, cfg.sparsity)
+    if cfg.method == "flash":
+        return MethodSpec(1.0, False, cfg.sparsity, fixed_mask=True)
     if cfg.method == "sparsyfed_na":
         return MethodSpec(cfg.beta, False, cfg.sparsity)
     if cfg.method == "sparsyfed":

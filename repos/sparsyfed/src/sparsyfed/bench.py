@@ -17,18 +17,24 @@ ACC_GAP = 0.03  # "within 3 points of dense FedAvg"
 REGROWTH_FACTOR = 5.0  # quick-scale stand-in for the paper's ~200x
 
 
-def label(method: str, alpha: float, sparsity: float) -> str:
+def label(method: str, alpha: float, sparsity: float, arch: str = "") -> str:
+    """Row name; `arch` is named only for the reported-only normalisation check."""
+    tail = f", {arch}" if arch else ""
     if method == "dense":
-        return f"{LABELS[method]} (alpha={alpha:g})"
-    return f"{LABELS[method]} (alpha={alpha:g}, s={sparsity:g})"
+        return f"{LABELS[method]} (alpha={alpha:g}{tail})"
+    return f"{LABELS[method]} (alpha={alpha:g}, s={sparsity:g}{tail})"
 
 
-def grid(cfg: Config) -> list[tuple[str, float, float]]:
-    """(method, alpha, sparsity) runs: every method at the headline point, sweeps around it."""
+def grid(cfg: Config) -> list[tuple[str, float, float, str]]:
+    """(method, alpha, sparsity, arch) runs: every method at the headline point, sweeps around
+    it, and the headline point again with cfg.bench_norm_arch ("" = the preset's model)."""
     a0, s0 = cfg.bench_alphas[0], cfg.bench_sparsities[0]
-    runs = [(m, a0, s0) for m in ("dense", "topk", "sparsyfed_na", "sparsyfed")]
-    runs += [(m, a0, s) for s in cfg.bench_sparsities[1:] for m in ("topk", "sparsyfed")]
-    runs += [(m, a, s0) for a in cfg.bench_alphas[1:] for m in ("dense", "topk", "sparsyfed")]
+    headline = ("dense", "topk", "flash", "sparsyfed_na", "sparsyfed")
+    runs = [(m, a0, s0, "") for m in headline]
+    runs += [(m, a0, s, "") for s in cfg.bench_sparsities[1:] for m in ("topk", "sparsyfed")]
+    runs += [(m, a, s0, "") for a in cfg.bench_alphas[1:] for m in ("dense", "topk", "sparsyfed")]
+    if cfg.bench_norm_arch:
+        runs += [(m, a0, s0, cfg.bench_norm_arch) for m in ("dense", "topk", "flash", "sparsyfed")]
     return runs
 
 
@@ -151,15 +157,22 @@ def run_bench(cfg: Config) -> dict:
     per_run: dict[str, dict[str, list[float]]] = {}
     histories: dict[str, dict] = {}
     for seed in cfg.seeds:
-        for method, alpha, sparsity in grid(cfg):
-            key = label(method, alpha, sparsity)
+        for method, alpha, sparsity, arch in grid(cfg):
+            key = label(method, alpha, sparsity, arch)
             run_cfg = dataclasses.replace(
-                cfg, seed=seed, method=method, alpha=alpha, sparsity=sparsity, quiet=True
+                cfg,
+                seed=seed,
+                method=method,
+                alpha=alpha,
+                sparsity=sparsity,
+                arch=arch or cfg.arch,
+                quiet=True,
             )
-            workdir = Path(cfg.out) / f"{method}_a{alpha:g}_s{sparsity:g}" / f"seed{seed}"
+            run_dir = f"{method}_a{alpha:g}_s{sparsity:g}" + (f"_{arch}" if arch else "")
+            workdir = Path(cfg.out) / run_dir / f"seed{seed}"
             for name, value in train_and_evaluate(run_cfg, workdir).items():
                 per_run.setdefault(key, {}).setdefault(name, []).append(value)
-            if seed == cfg.seeds[0] and alpha == cfg.bench_alphas[0]:
+            if seed == cfg.seeds[0] and alpha == cfg.bench_alphas[0] and not arch:
                 histories[key] = json.loads((workdir / "history.json").read_text())["history"]
     metrics = {k: {m: summarize(v) for m, v in d.items()} for k, d in per_run.items()}
     claims = compute_claims(cfg, metrics)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-METHOD_NAMES = ("dense", "topk", "sparsyfed", "sparsyfed_na")
+ARCH_NAMES = ("mlp", "mlp_gn", "cnn", "resnet18")
+METHOD_NAMES = ("dense", "topk", "flash", "sparsyfed", "sparsyfed_na")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,13 +31,13 @@ class Config:
     quiet: bool = False
     """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     method: str = "sparsyfed"
-    """What `train` runs: dense (FedAvg), topk, sparsyfed, sparsyfed_na (no activation pruning)."""
+    """What `train` runs: dense (FedAvg), topk, flash (fixed mask), sparsyfed, sparsyfed_na."""
     dataset: str = "digits"
     """digits (sklearn, bundled) or cifar10 (python pickle batches in --data-dir)."""
     data_dir: str = ""
     """Folder holding CIFAR-10's data_batch_1..5 and test_batch (dataset cifar10 only)."""
     arch: str = "mlp"
-    """Model: mlp (64-256-256-10, ~84k weights), cnn (small digits CNN) or resnet18 (CIFAR)."""
+    """Model: mlp (64-256-256-10, ~84k weights), mlp_gn (the same with GroupNorm), cnn or resnet18."""
     resnet_width: int = 64
     """Channels of the ResNet-18 stem (64 in the paper)."""
     n_clients: int = 20
@@ -67,6 +68,8 @@ class Config:
     """LDA alphas the benchmark sweeps (the first is the headline one)."""
     bench_sparsities: tuple[float, ...] = (0.9, 0.95)
     """Target sparsities the benchmark sweeps (the first is the headline one)."""
+    bench_norm_arch: str = "mlp_gn"
+    """Also run the headline point with this model, reported only (normalisation check; '' skips)."""
     flower_rounds: int = 2
     """Rounds of the in-process vs Flower-simulation timing in the benchmark (0 skips it)."""
 
@@ -86,6 +89,7 @@ PRESETS: dict[str, Config] = {
         eval_every=10,
         bench_alphas=(0.1, 1.0, 1000.0),
         bench_sparsities=(0.9, 0.95, 0.99),
+        bench_norm_arch="",
         flower_rounds=0,
     ),
 }
@@ -103,8 +107,15 @@ def validate(cfg: Config) -> Config:
         raise ValueError(f"alpha must be > 0, got {cfg.alpha} / {cfg.bench_alphas}")
     if cfg.method not in METHOD_NAMES:
         raise ValueError(f"method must be one of {METHOD_NAMES}, got {cfg.method!r}")
-    if cfg.dataset not in ("digits", "cifar10") or cfg.arch not in ("mlp", "cnn", "resnet18"):
-        raise ValueError(f"dataset/arch must be digits|cifar10 / cnn|resnet18, got {cfg.dataset}")
+    if cfg.dataset not in ("digits", "cifar10") or cfg.arch not in ARCH_NAMES:
+        raise ValueError(
+            f"dataset/arch must be digits|cifar10 / {'|'.join(ARCH_NAMES)}, "
+            f"got {cfg.dataset}/{cfg.arch}"
+        )
+    if cfg.bench_norm_arch not in ("", *ARCH_NAMES):
+        raise ValueError(
+            f"bench_norm_arch must be '' or one of {ARCH_NAMES}, got {cfg.bench_norm_arch}"
+        )
     if cfg.rounds < 1 or cfg.local_epochs < 1 or cfg.batch_size < 1 or cfg.eval_every < 1:
         raise ValueError("rounds, local_epochs, batch_size and eval_every must be >= 1")
     if not 1 <= cfg.clients_per_round <= cfg.n_clients:

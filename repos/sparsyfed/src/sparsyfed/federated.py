@@ -83,9 +83,14 @@ def local_train(
     spec: MethodSpec,
     gen: torch.Generator,
 ) -> State:
-    """Client step of Algorithm 1: local SGD from the global omega, then prune omega to s."""
+    """Client step of Algorithm 1: local SGD from the global omega, then prune omega to s.
+
+    With spec.fixed_mask (FLASH) the gradient of every weight that arrived as zero is zeroed,
+    so the received mask survives local training (weight decay leaves zeros at zero).
+    """
     model.load_state_dict(state)
     model.train()
+    frozen = [(m.weight, m.weight.detach() != 0) for _, m in sparsy_layers(model)]
     opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(cfg.local_epochs):
@@ -95,6 +100,9 @@ def local_train(
             opt.zero_grad()
             loss = loss_fn(model(x[idx].to(cfg.device)), y[idx].to(cfg.device))
             loss.backward()
+            if spec.fixed_mask:
+                for weight, keep in frozen:
+                    weight.grad.mul_(keep)
             opt.step()
     global_magnitude_prune(model, spec.sparsity)
     return state_of(model)

@@ -4,25 +4,42 @@ The ServerApp uses `flwr.serverapp.strategy.FedAvg`; our subclass only decides w
 partition each connected node trains in a round (the same `sample_clients` draw as the in-process
 loop), so the Simulation Engine reproduces the in-process global model for the same seed.
 The Config travels inside every train message as JSON, so one module-level ClientApp serves the
-Simulation Engine (`run_simulation`) and the Deployment Engine (SuperLink + SuperNodes).
+Simulation Engine (`run_simulation`) and the Deployment Engine (SuperLink + SuperNodes). On the
+Deployment Engine the module-level `server_app` builds its Config from the run config of
+`flwr run` (`deploy/pyproject.toml`) and writes the final global model and its accuracy to disk.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 
+import numpy as np
 import torch
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 from flwr.serverapp.strategy import FedAvg
 
-from .config import Config, validate
-from .federated import State, client_round, new_model, sample_clients, state_of
+from .config import PRESETS, Config, validate
+from .federated import (
+    State,
+    accuracy,
+    client_round,
+    new_model,
+    sample_clients,
+    split_of,
+    state_of,
+)
+from .results import atomic_write_bytes, atomic_write_json
+from .sparsity import layer_densities
+
+NODE_WAIT_SECONDS = 120.0  # how long a round waits for SuperNodes to connect (Deployment Engine)
 
 
 def to_record(state: State) -> ArrayRecord:
@@ -65,11 +82,7 @@ class PartitionedFedAvg(FedAvg):
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        nodes = sorted(grid.get_node_ids())
-        if len(nodes) < self.cfg.clients_per_round:
-            raise ValueError(
-                f"{len(nodes)} nodes connected, need clients_per_round={self.cfg.clients_per_round}"
-            )
+        nodes = wait_for_nodes(grid, self.cfg.clients_per_round)
         messages = []
         for node, part in zip(nodes, sample_clients(self.cfg, server_round), strict=False):
             conf = ConfigRecord(
@@ -84,21 +97,79 @@ class PartitionedFedAvg(FedAvg):
         return messages
 
 
+def wait_for_nodes(grid: Grid, needed: int, timeout: float = NODE_WAIT_SECONDS) -> list[int]:
+    """Sorted ids of the connected nodes once at least `needed` are there (SuperNodes connect
+    asynchronously on the Deployment Engine; in simulation they are all there from the start)."""
+    deadline = time.monotonic() + timeout
+    while len(nodes := sorted(grid.get_node_ids())) < needed:
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"{len(nodes)} nodes connected after {timeout:g} s, need clients_per_round={needed}"
+            )
+        time.sleep(0.5)
+    return nodes
+
+
+def serve(cfg: Config, grid: Grid) -> tuple[State, float]:
+    """cfg.rounds of PartitionedFedAvg from the seed's initial model; final state and seconds."""
+    initial = to_record(state_of(new_model(cfg)))
+    tic = time.perf_counter()
+    result = PartitionedFedAvg(cfg).start(grid=grid, initial_arrays=initial, num_rounds=cfg.rounds)
+    return from_record(result.arrays), time.perf_counter() - tic
+
+
 def make_server_app(cfg: Config, out: dict) -> ServerApp:
     """A ServerApp running cfg.rounds of PartitionedFedAvg; the final state lands in out."""
     app = ServerApp()
 
     @app.main()
     def main(grid: Grid, context: Context) -> None:
-        initial = to_record(state_of(new_model(cfg)))
-        tic = time.perf_counter()
-        result = PartitionedFedAvg(cfg).start(
-            grid=grid, initial_arrays=initial, num_rounds=cfg.rounds
-        )
-        out["seconds"] = time.perf_counter() - tic
-        out["state"] = from_record(result.arrays)
+        out["state"], out["seconds"] = serve(cfg, grid)
 
     return app
+
+
+def config_from_run_config(run_config: Mapping[str, object]) -> Config:
+    """The Config of a `flwr run`: the preset named by `preset`, overridden by the other keys
+    (`n-clients` sets n_clients, ...); `out-dir` is where the result goes, not a Config field."""
+    values = {k.replace("-", "_"): v for k, v in run_config.items() if k != "out-dir"}
+    preset = str(values.pop("preset", "quick"))
+    if preset not in PRESETS:
+        raise ValueError(f"run config preset must be one of {sorted(PRESETS)}, got {preset!r}")
+    unknown = sorted(set(values) - {f.name for f in dataclasses.fields(Config)})
+    if unknown:
+        raise ValueError(f"unknown run config keys {unknown}; expected Config fields")
+    return validate(dataclasses.replace(PRESETS[preset], **values))
+
+
+def save_deployment_result(cfg: Config, state: State, seconds: float, out_dir: Path) -> None:
+    """global_model.npz (the final aggregate) and result.json (its accuracy, per-layer density)."""
+    arrays = {k: v.detach().cpu().numpy() for k, v in state.items()}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    atomic_write_bytes(out_dir / "global_model.npz", buf.getvalue())
+    model = new_model(cfg)
+    _, (xte, yte), _ = split_of(cfg)
+    summary = {
+        "config": dataclasses.asdict(cfg),
+        "accuracy": accuracy(model, state, xte, yte),
+        "layer_density": layer_densities(model),
+        "seconds": seconds,
+    }
+    atomic_write_json(out_dir / "result.json", summary)
+
+
+server_app = ServerApp()
+
+
+@server_app.main()
+def deployment_main(grid: Grid, context: Context) -> None:
+    """ServerApp for `flwr run` on the Deployment Engine (SuperLink + SuperNodes)."""
+    cfg = config_from_run_config(context.run_config)
+    torch.set_num_threads(cfg.threads)
+    state, seconds = serve(cfg, grid)
+    out_dir = Path(str(context.run_config.get("out-dir") or cfg.out))
+    save_deployment_result(cfg, state, seconds, out_dir)
 
 
 def run_flower_simulation(cfg: Config) -> tuple[State, float]:

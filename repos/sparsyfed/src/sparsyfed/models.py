@@ -30,18 +30,32 @@ class DigitsCNN(nn.Module):
 
 
 class DigitsMLP(nn.Module):
-    """64 -> 256 -> 256 -> 10 multilayer perceptron (~84k weights), the quick preset's model."""
+    """64 -> 256 -> 256 -> 10 multilayer perceptron (~84k weights).
 
-    def __init__(self, beta: float, act_prune: bool, gen: torch.Generator, n_classes: int = 10):
+    With `norm`, a GroupNorm (2 groups, the official ResNet-18's `groupnorm` option) follows each
+    hidden layer, as a norm layer follows every conv of the paper's ResNet-18: it restores the
+    activation scale that pruning 90% of a layer removes. Norm layers are never pruned.
+    """
+
+    def __init__(
+        self,
+        beta: float,
+        act_prune: bool,
+        gen: torch.Generator,
+        n_classes: int = 10,
+        norm: bool = False,
+    ):
         super().__init__()
         kw = {"beta": beta, "act_prune": act_prune, "gen": gen}
         self.fc1 = SparsyLinear(64, 256, **kw)
+        self.bn1 = nn.GroupNorm(2, 256) if norm else nn.Identity()
         self.fc2 = SparsyLinear(256, 256, **kw)
+        self.bn2 = nn.GroupNorm(2, 256) if norm else nn.Identity()
         self.fc3 = SparsyLinear(256, n_classes, **kw)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = torch.relu(self.fc1(x.flatten(1)))
-        return self.fc3(torch.relu(self.fc2(x)))
+        x = torch.relu(self.bn1(self.fc1(x.flatten(1))))
+        return self.fc3(torch.relu(self.bn2(self.fc2(x))))
 
 
 class BasicBlock(nn.Module):
@@ -95,14 +109,14 @@ class ResNet18(nn.Module):
 def build_model(
     arch: str, beta: float, act_prune: bool, seed: int, resnet_width: int = 64
 ) -> nn.Module:
-    """The architecture named by `arch` ("cnn" or "resnet18"), initialised from `seed`."""
+    """The architecture named by `arch` (mlp, mlp_gn, cnn, resnet18), initialised from `seed`."""
     if beta <= 0:
         raise ValueError(f"beta must be > 0, got {beta}")
     gen = torch.Generator().manual_seed(seed)
-    if arch == "mlp":
-        return DigitsMLP(beta, act_prune, gen)
+    if arch in ("mlp", "mlp_gn"):
+        return DigitsMLP(beta, act_prune, gen, norm=arch == "mlp_gn")
     if arch == "cnn":
         return DigitsCNN(beta, act_prune, gen)
     if arch == "resnet18":
         return ResNet18(beta, act_prune, gen, width=resnet_width)
-    raise ValueError(f"arch must be 'mlp', 'cnn' or 'resnet18', got {arch!r}")
+    raise ValueError(f"arch must be 'mlp', 'mlp_gn', 'cnn' or 'resnet18', got {arch!r}")
