@@ -10,6 +10,8 @@ from mcl_nf.config import PRESETS
 
 TINY = {
     "image_size": 8,
+    "audio_length": 32,
+    "video_frames": 4,
     "grid": 2,
     "hidden": 8,
     "single_hidden": 16,

@@ -23,11 +23,14 @@ def test_bench_writes_schema_claims_and_figure(tiny):
     ):
         assert key in doc
     assert len(doc["metrics"]) == 7
-    assert {c["id"] for c in doc["claims"]} == {
-        "step1-beats-best-cl",
-        "step2-beats-mol",
-        "no-forgetting",
-    }
+    ids = {"step1-beats-best-cl", "step2-beats-mol", "no-forgetting"}
+    assert {c["id"] for c in doc["claims"]} == ids | {f"audio-{i}" for i in ids}
+    assert "audio_psnr_step2" in doc["metrics"]["MCL-NF"]
+    assert "ssim_final" in doc["metrics"]["OL"] and "audio_ssim_final" not in doc["metrics"]["OL"]
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {p["id"] for p in doc["performance"]} == {"meta-step", "fisher-trace"}
+    assert {p["id"] for p in doc["performance"]} == {
+        "meta-step",
+        "fisher-trace",
+        "fisher-trace-layerwise",
+    }
     assert (Path(tiny.results_dir) / "figures" / "psnr_and_forgetting.png").exists()

@@ -25,6 +25,11 @@ def test_help_lists_commands(capsys):
         (["fly"], "unknown command 'fly'"),
         (["train", "--preset", "huge"], "--preset must be one of"),
         (["train", "--inner-lr", "0"], "inner_lr must be > 0"),
+        (["train", "--meta-lr", "-1e-4"], "meta_lr must be > 0"),
+        (["train", "--signal", "nerf"], "signal must be one of"),
+        (["train", "--video-frames", "6"], "video_frames 6 does not split"),
+        (["bench", "--bench-signals", "image", "nerf"], "signal must be one of"),
+        (["train", "--audio-length", "30", "--time-segments", "4"], "does not split"),
         (["train", "--image-size", "30", "--grid", "4"], "does not split into grid=4"),
     ],
 )
@@ -44,7 +49,8 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     commands = [shlex.split(c) for c in re.findall(r"^(mcl-nf .+)$", section, re.MULTILINE)]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
-    shrink = ["--image-size", "8", "--hidden", "8", "--single-hidden", "16", "--meta-steps", "2"]
+    shrink = ["--image-size", "8", "--audio-length", "32", "--hidden", "8", "--single-hidden", "16"]
+    shrink += ["--meta-steps", "2"]
     shrink += [
         "--meta-batch",
         "2",

@@ -44,3 +44,59 @@ def test_image_folder_loader_reads_what_the_test_wrote(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="no .png"):
         data.load_image_folder(tmp_path / "empty", 8)
+
+
+def test_chirps_are_deterministic_in_range_and_seed_dependent():
+    a, b = data.procedural_chirps(3, 64, seed=2), data.procedural_chirps(3, 64, seed=2)
+    assert torch.equal(a, b) and a.shape == (3, 64, 1)
+    assert 0 <= float(a.min()) and float(a.max()) <= 1 and float(a.std()) > 0.01
+    assert not torch.equal(a, data.procedural_chirps(3, 64, seed=3))
+
+
+def test_audio_segments_route_every_sample_to_exactly_one_module():
+    coords, index = data.segments_1d(12, 4)
+    assert coords.shape == (4, 3, 1)
+    assert torch.equal(index.flatten().sort().values, torch.arange(12))
+    assert bool((coords[1:, 0, 0] > coords[:-1, -1, 0]).all())  # consecutive, non-overlapping
+    with pytest.raises(ValueError, match="does not split into segments=5"):
+        data.segments_1d(12, 5)
+
+
+@pytest.mark.parametrize(
+    ("clips", "message"),
+    [
+        (torch.zeros(2, 10, 1), "does not split into segments=4"),
+        (torch.zeros(2, 12), "must have shape"),
+        (torch.full((1, 12, 1), float("nan")), "NaN"),
+    ],
+)
+def test_bad_audio_is_a_clear_error(clips, message):
+    with pytest.raises(ValueError, match=message):
+        data.check_audio(clips, segments=4)
+
+
+def test_videos_are_deterministic_in_range_and_move():
+    a = data.procedural_videos(2, 4, 8, seed=1)
+    assert torch.equal(a, data.procedural_videos(2, 4, 8, seed=1)) and a.shape == (2, 4, 8, 8, 3)
+    assert 0 <= float(a.min()) and float(a.max()) <= 1
+    assert not torch.equal(a[:, 0], a[:, -1])  # the blobs move between frames
+
+
+def test_video_segments_route_every_pixel_to_exactly_one_module():
+    coords, index = data.segments_video(frames=6, size=4, segments=3)
+    assert coords.shape == (3, 32, 3)
+    assert torch.equal(index.flatten().sort().values, torch.arange(96))
+    assert bool((coords[1:, :, 0].min(1).values > coords[:-1, :, 0].max(1).values).all())
+
+
+@pytest.mark.parametrize(
+    ("videos", "message"),
+    [
+        (torch.zeros(1, 6, 4, 4, 3), "do not split into segments=4"),
+        (torch.zeros(1, 4, 4, 5, 3), "must have shape"),
+        (torch.full((1, 4, 4, 4, 3), float("nan")), "NaN"),
+    ],
+)
+def test_bad_video_is_a_clear_error(videos, message):
+    with pytest.raises(ValueError, match=message):
+        data.check_video(videos, segments=4)

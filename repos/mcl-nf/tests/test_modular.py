@@ -14,7 +14,9 @@ from mcl_nf.modular import (
     broadcast,
     fim_weights,
     fisher_trace,
+    fisher_trace_fast,
     fisher_trace_loop,
+    fit_modules,
     init_params,
     maml_outer_loss,
     per_sample_grads,
@@ -155,3 +157,33 @@ def test_per_sample_grads_shapes():
     module, params, coords, targets = tiny_problem()
     grads = per_sample_grads(module, broadcast(params, 3), coords, targets)
     assert {k: tuple(v.shape[:2]) for k, v in grads.items()} == {k: (3, 5) for k in params}
+
+
+def test_layerwise_fisher_equals_vmap_per_sample_gradients():
+    module, params, coords, targets = tiny_problem()
+    batched = broadcast(params, 3)
+    torch.testing.assert_close(
+        fisher_trace_fast(module, batched, coords, targets, 0.1),
+        fisher_trace(module, batched, coords, targets, 0.1),
+        rtol=1e-4,
+        atol=1e-6,
+    )
+
+
+def test_finished_modules_stay_bit_identical_while_later_sub_tasks_train():
+    module, params, coords, targets = tiny_problem(n_modules=4)
+    targets = targets.unsqueeze(0).expand(2, -1, -1, -1)  # 2 signals, 4 sub-tasks
+    snapshots: dict[int, dict[str, torch.Tensor]] = {}
+
+    def snapshot(k, step, p):
+        if step == 3:
+            snapshots[k] = {name: v.detach().clone() for name, v in p.items()}
+
+    finished = fit_modules(module, params, coords, targets, 3, 0.05, on_step=snapshot)
+    alone = fit_modules(module, params, coords[:1], targets[:, :1], 3, 0.05)[0]
+    for k, fitted in enumerate(finished):
+        for name, value in fitted.items():
+            assert torch.equal(value, snapshots[k][name])
+            if k == 0:
+                assert torch.equal(value, alone[name])
+    assert not torch.equal(finished[0]["layers.2.bias"], finished[1]["layers.2.bias"])

@@ -6,7 +6,10 @@ import dataclasses
 import json
 import math
 
+import numpy as np
+import pytest
 from conftest import TINY
+from PIL import Image
 
 from mcl_nf.config import PRESETS
 from mcl_nf.train import METHODS, evaluate, train_and_evaluate
@@ -25,11 +28,35 @@ def test_same_seed_same_numbers(tiny, tmp_path):
     assert train_and_evaluate(tiny, tmp_path / "a") == train_and_evaluate(tiny, tmp_path / "b")
 
 
-def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
-    shrink = {k: v for k, v in TINY.items() if k not in ("grid", "eval_steps", "meta_steps")}
+@pytest.mark.parametrize("signal", ["image", "video"])
+def test_full_preset_runs_one_step_at_tiny_size(signal, tmp_path):
+    keep = ("grid", "eval_steps", "meta_steps", "video_frames")
+    shrink = {k: v for k, v in TINY.items() if k not in keep}
     full = dataclasses.replace(
-        PRESETS["full"], device="cpu", **shrink, meta_steps=1, eval_steps=(1,)
+        PRESETS["full"], device="cpu", **shrink, meta_steps=1, eval_steps=(1,), signal=signal
     )
-    assert full.grid == 4 and full.hidden == TINY["hidden"]
+    assert full.grid == 4 and full.hidden == TINY["hidden"] and "video" in full.bench_signals
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["MCL-NF/psnr_step1"])
+
+
+@pytest.mark.parametrize("signal", ["audio", "video"])
+def test_audio_and_video_smoke_runs_every_method(signal, tiny, tmp_path):
+    metrics = train_and_evaluate(dataclasses.replace(tiny, signal=signal), tmp_path)
+    assert {k.split("/")[0] for k in metrics} == set(METHODS)
+    assert all(math.isfinite(v) for v in metrics.values())
+    assert metrics["MCL-NF/forgetting_q1_db"] == 0.0
+    assert any("ssim" in k for k in metrics) == (signal == "video")
+
+
+def test_image_folder_end_to_end_on_images_the_test_writes(tiny, tmp_path):
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "celeba_like"
+    folder.mkdir()
+    for i in range(5):
+        Image.fromarray(rng.integers(0, 256, (12, 10, 3), dtype=np.uint8)).save(folder / f"{i}.jpg")
+    cfg = dataclasses.replace(tiny, image_folder=str(folder))
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert all(math.isfinite(v) for v in metrics.values())
+    with pytest.raises(ValueError, match="need more than n_test=5"):
+        train_and_evaluate(dataclasses.replace(cfg, n_test=5), tmp_path / "run2")

@@ -10,9 +10,11 @@ Parameters are batched over signals (one independent copy per signal), as in `mo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
-from .modular import Params, Siren, adapt, broadcast, fields, per_sample_grads, point_losses
+from .modular import Params, Siren, adapt, broadcast, fields, layer_grads, point_losses
 
 SEQUENTIAL = ("naive", "ewc", "replay")
 
@@ -21,10 +23,17 @@ def diagonal_fisher(
     module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor
 ) -> Params:
     """EWC's per-parameter (diagonal) empirical Fisher, per signal: the mean over points of the
-    squared per-point gradient of l_j = mean_c (f_c - y_c)^2, i.e. of sum_c 2 (f_c - y_c) / 3 f_c."""
+    squared per-point gradient of l_j = mean_c (f_c - y_c)^2, i.e. of sum_c 2 (f_c - y_c) / C f_c.
+
+    A point's weight gradient is delta_j a_j^T (`modular.layer_grads`), so its square is
+    delta_j^2 (a_j^2)^T and the mean over points is one matrix product per layer."""
     resid = fields(module, {k: v.detach() for k, v in params.items()}, coords) - targets
-    grads = per_sample_grads(module, params, coords, 2 * resid / targets.shape[-1])
-    return {k: g.pow(2).mean(1) for k, g in grads.items()}
+    m = coords.shape[1]
+    fisher: Params = {}
+    for i, (a, d) in enumerate(layer_grads(module, params, coords, 2 * resid / targets.shape[-1])):
+        fisher[f"layers.{i}.weight"] = d.pow(2).transpose(1, 2) @ a.pow(2) / m
+        fisher[f"layers.{i}.bias"] = d.pow(2).mean(1)
+    return fisher
 
 
 def fit_single(
@@ -87,10 +96,12 @@ def fit_offline(
     targets: torch.Tensor,
     steps: int,
     lr: float,
+    on_step: Callable[[int, Params], None] | None = None,
 ) -> Params:
-    """OL: all t sub-tasks at once, for t * steps SGD steps (the same number of updates)."""
+    """OL: all t sub-tasks at once, for t * steps SGD steps (the same number of updates);
+    `on_step(s, params)` sees every intermediate step."""
     n, t = targets.shape[:2]
-    x = coords.reshape(1, -1, 2).expand(n, -1, -1)
-    y = targets.reshape(n, -1, 3)
-    params = adapt(module, broadcast(theta0, n), x, y, t * steps, lr)
+    x = coords.reshape(1, -1, coords.shape[-1]).expand(n, -1, -1)
+    y = targets.reshape(n, -1, targets.shape[-1])
+    params = adapt(module, broadcast(theta0, n), x, y, t * steps, lr, on_step=on_step)
     return {k: v.detach() for k, v in params.items()}

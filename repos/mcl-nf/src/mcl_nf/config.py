@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+SIGNALS = ("image", "audio", "video")
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -27,12 +29,22 @@ class Config:
     """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     threads: int = 1
     """CPU threads for torch (tiny tensors: one thread avoids contention on shared cores)."""
+    signal: str = "image"
+    """Signal family of `train`: image (grid x grid blocks), audio or video (time segments)."""
+    bench_signals: tuple[str, ...] = ("image", "audio")
+    """Signal families the benchmark runs, each over every seed."""
+    audio_length: int = 1024
+    """Samples per audio clip."""
+    time_segments: int = 4
+    """Audio and video sub-tasks: the clip is cut into this many equal time segments, one module each."""
+    video_frames: int = 8
+    """Frames per video (each image_size x image_size RGB); a multiple of time_segments."""
     image_size: int = 32
     """Side of the square RGB signals, in pixels."""
     grid: int = 2
     """Sub-tasks per side: the signal is cut into grid x grid blocks, one module each (t = grid^2)."""
     image_folder: str = ""
-    """Folder of PNG/JPEG images to use instead of procedural ones (empty: procedural)."""
+    """Folder of PNG/JPEG images replacing the procedural images (empty: procedural; audio unaffected)."""
     hidden: int = 64
     """Hidden width of each module's SIREN (two hidden layers)."""
     single_hidden: int = 128
@@ -81,6 +93,9 @@ PRESETS: dict[str, Config] = {
         meta_lr=3e-5,
         n_test=100,
         eval_steps=(1, 16, 128, 4096),
+        bench_signals=("image", "audio", "video"),
+        audio_length=16384,
+        time_segments=8,
     ),
 }
 
@@ -103,6 +118,20 @@ def validate(cfg: Config) -> Config:
             raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     if cfg.inner_steps < 0 or cfg.fim_lambda < 0 or cfg.ewc_lambda < 0 or cfg.replay_points < 0:
         raise ValueError("inner_steps, fim_lambda, ewc_lambda and replay_points must be >= 0")
+    for field in ("audio_length", "time_segments", "video_frames"):
+        if getattr(cfg, field) < 1:
+            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    for signal in (cfg.signal, *cfg.bench_signals):
+        if signal not in SIGNALS:
+            raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
+    if not cfg.bench_signals:
+        raise ValueError("bench_signals must name at least one signal family")
+    for field in ("audio_length", "video_frames"):
+        if getattr(cfg, field) % cfg.time_segments:
+            raise ValueError(
+                f"{field} {getattr(cfg, field)} does not split into "
+                f"time_segments={cfg.time_segments} equal segments"
+            )
     if cfg.image_size % cfg.grid:
         raise ValueError(
             f"image_size {cfg.image_size} does not split into grid={cfg.grid} equal blocks per side"

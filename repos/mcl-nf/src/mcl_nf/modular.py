@@ -19,30 +19,49 @@ Params = dict[str, torch.Tensor]
 
 
 class Siren(nn.Module):
-    """Coordinate MLP 2 -> hidden -> hidden -> 3 with sine activations (Sitzmann et al. 2020)."""
+    """Coordinate MLP in_dim -> hidden -> hidden -> out_dim with sine activations (Sitzmann et
+    al. 2020): 2 -> 3 for RGB images, 1 -> 1 for audio, 3 -> 3 for video."""
 
-    def __init__(self, hidden: int, omega0: float):
+    def __init__(self, hidden: int, omega0: float, in_dim: int = 2, out_dim: int = 3):
         super().__init__()
         self.omega0 = omega0
         self.layers = nn.ModuleList(
-            [nn.Linear(2, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, 3)]
+            [nn.Linear(in_dim, hidden), nn.Linear(hidden, hidden), nn.Linear(hidden, out_dim)]
         )
         with torch.no_grad():
-            self.layers[0].weight.uniform_(-1 / 2, 1 / 2)
+            self.layers[0].weight.uniform_(-1 / in_dim, 1 / in_dim)
             bound = math.sqrt(6 / hidden) / omega0
             for layer in self.layers[1:]:
                 layer.weight.uniform_(-bound, bound)
 
     def forward(self, coords: torch.Tensor) -> torch.Tensor:
-        h = torch.sin(self.omega0 * self.layers[0](coords))
-        h = torch.sin(self.omega0 * self.layers[1](h))
-        return self.layers[2](h) + 0.5  # signals live in [0, 1]
+        weights = [layer.weight for layer in self.layers]
+        return siren_apply(self.omega0, weights, [layer.bias for layer in self.layers], coords)
 
 
-def init_params(hidden: int, omega0: float, seed: int, device: str = "cpu") -> tuple[Siren, Params]:
+def siren_apply(
+    omega0: float,
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor],
+    x: torch.Tensor,
+    taps: list[tuple[torch.Tensor, torch.Tensor]] | None = None,
+) -> torch.Tensor:
+    """The SIREN forward pass, for one field (W (o, i), x (m, i)) or a batch of M fields
+    (W (M, o, i), x (M, m, i)). `taps` collects each layer's input a and pre-activation z."""
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        z = x @ w.transpose(-1, -2) + b.unsqueeze(-2)
+        if taps is not None:
+            taps.append((x, z))
+        x = torch.sin(omega0 * z) if i < len(weights) - 1 else z
+    return x + 0.5  # signals live in [0, 1]
+
+
+def init_params(
+    hidden: int, omega0: float, seed: int, device: str = "cpu", in_dim: int = 2, out_dim: int = 3
+) -> tuple[Siren, Params]:
     """A template module (for functional calls) and its freshly initialised parameters."""
     torch.manual_seed(seed)
-    module = Siren(hidden, omega0).to(device)
+    module = Siren(hidden, omega0, in_dim, out_dim).to(device)
     return module, {k: v.detach().clone() for k, v in module.named_parameters()}
 
 
@@ -52,7 +71,7 @@ def broadcast(params: Params, copies: int) -> Params:
 
 
 def fields(module: Siren, params: Params, coords: torch.Tensor) -> torch.Tensor:
-    """Evaluate M fields at once: params (M, ...), coords (M, m, 2) -> (M, m, 3)."""
+    """Evaluate M fields at once: params (M, ...), coords (M, m, in_dim) -> (M, m, out_dim)."""
     return vmap(lambda p, x: functional_call(module, p, (x,)))(params, coords)
 
 
@@ -87,6 +106,40 @@ def fisher_trace(
     return sum(g.pow(2).flatten(2).sum(-1) for g in scores.values())
 
 
+def layer_grads(
+    module: Siren, params: Params, coords: torch.Tensor, weights: torch.Tensor
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per layer, the inputs a_j and the gradients delta_j = d(sum_c weights_jc f_c(x_j)) / d z_j
+    of every sample's pre-activation, from one batched backward pass (samples never interact, so
+    the gradient of the sum is each sample's own). A sample's gradient of that layer's weight is
+    the outer product delta_j a_j^T, and of its bias delta_j: nothing per sample is materialised."""
+    n_layers = len(module.layers)
+    with torch.enable_grad():
+        p = {k: v.detach().requires_grad_() for k, v in params.items()}
+        taps: list[tuple[torch.Tensor, torch.Tensor]] = []
+        out = siren_apply(
+            module.omega0,
+            [p[f"layers.{i}.weight"] for i in range(n_layers)],
+            [p[f"layers.{i}.bias"] for i in range(n_layers)],
+            coords,
+            taps,
+        )
+        deltas = torch.autograd.grad((out * weights.detach()).sum(), [z for _, z in taps])
+    return [(a.detach(), d) for (a, _), d in zip(taps, deltas)]
+
+
+def fisher_trace_fast(
+    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
+) -> torch.Tensor:
+    """`fisher_trace` for a SIREN in closed form per layer: ||delta_j a_j^T||^2 + ||delta_j||^2
+    = ||delta_j||^2 (||a_j||^2 + 1), summed over layers; exact, without per-sample gradients."""
+    resid = targets - fields(module, {k: v.detach() for k, v in params.items()}, coords)
+    return sum(
+        d.pow(2).sum(-1) * (a.pow(2).sum(-1) + 1)
+        for a, d in layer_grads(module, params, coords, resid / sigma**2)
+    )
+
+
 def fim_weights(trace: torch.Tensor, lam: float) -> torch.Tensor:
     """FIM loss weights w_j = 1 + lam * I_j / mean(I), renormalised to mean 1 per module and
     detached (constants in the loss, so the model cannot lower the loss by moving the weights)."""
@@ -118,7 +171,7 @@ def adapt(
         losses = point_losses(module, params, coords, targets)
         if fim is not None and fim[0] > 0:
             losses = losses * fim_weights(
-                fisher_trace(module, params, coords, targets, fim[1]), fim[0]
+                fisher_trace_fast(module, params, coords, targets, fim[1]), fim[0]
             )
         loss = losses.mean(-1).sum()
         if extra_loss is not None:
@@ -130,6 +183,36 @@ def adapt(
         if on_step is not None:
             on_step(step, params)
     return params
+
+
+def fit_modules(
+    module: Siren,
+    theta0: Params,
+    coords: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    lr: float,
+    fim: tuple[float, float] | None = None,
+    on_step: Callable[[int, int, Params], None] | None = None,
+) -> list[Params]:
+    """Test-time MCL-NF on n signals at once: for sub-tasks k = 1..t in order, module k starts
+    from theta_0 and takes `steps` SGD steps on sub-task k's data only (no replay); finished
+    modules are never touched again. coords (t, m, d), targets (n, t, m, C); on_step(k, s, params).
+    Returns the t finished modules, each batched over the n signals."""
+    n, t = targets.shape[:2]
+    finished: list[Params] = []
+    for k in range(t):
+
+        def record(step: int, p: Params, k: int = k) -> None:
+            if on_step is not None:
+                on_step(k, step, p)
+
+        x = coords[k].expand(n, -1, -1)
+        fitted = adapt(
+            module, broadcast(theta0, n), x, targets[:, k], steps, lr, fim=fim, on_step=record
+        )
+        finished.append({name: v.detach() for name, v in fitted.items()})
+    return finished
 
 
 def maml_outer_loss(
