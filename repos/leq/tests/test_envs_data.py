@@ -57,6 +57,12 @@ def test_maze_data_is_deterministic_and_needs_stitching():
     assert np.isin(play.rewards, [-1.0, 0.0]).all()
 
 
+def test_pendulum_data_is_deterministic_per_seed():
+    a, b = data.pendulum_dataset(400, seed=5), data.pendulum_dataset(400, seed=5)
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    assert not np.array_equal(a.actions, data.pendulum_dataset(400, seed=6).actions)
+
+
 def test_pendulum_matches_gymnasium():
     env = gym.make("Pendulum-v1")
     obs, _ = env.reset(seed=0)
@@ -95,6 +101,26 @@ def test_bad_datasets_raise_clear_errors(tmp_path):
         data.load_minari(tmp_path, "pointmaze/absent-v0")
 
 
+@pytest.mark.parametrize(
+    ("key", "cut", "message"),
+    [
+        ("rewards", lambda v: v[:-3], "episode 1 has 27 rewards for 30 actions"),
+        ("observations", lambda v: v[:, :3], r"expected \(31, 4\) for 30 actions"),
+        ("observations", lambda v: v[:-1], r"expected \(31, 4\) for 30 actions"),
+    ],
+)
+def test_minari_file_with_mismatched_shapes_is_a_clear_error(tmp_path, key, cut, message):
+    ds = data.maze_dataset("umaze", "play", 600, 30, seed=0)
+    data.write_minari(ds, tmp_path, "pointmaze/shapes-v0")
+    files = list((tmp_path / "pointmaze" / "shapes-v0").rglob("*.hdf5"))
+    with h5py.File(files[0], "a") as fh:
+        value = fh["episode_1"][key][:]
+        del fh["episode_1"][key]
+        fh["episode_1"][key] = cut(value)
+    with pytest.raises(ValueError, match=message):
+        data.load_minari(tmp_path, "pointmaze/shapes-v0")
+
+
 def test_umaze_data_reaches_goal_and_eval_is_solvable():
     """The behaviour data reaches the eval goal, the scripted goal controller solves the eval,
     a do-nothing policy does not (the success metric is neither always 0 nor always 100)."""
@@ -116,6 +142,6 @@ def test_bc_of_goal_controller_solves_eval_through_evaluate_actor():
     cfg = dataclasses.replace(PRESETS["quick"], hidden=32, layers=2, eval_episodes=16)
     actor_p, _, _ = train.init_params(cfg, ds, jax.random.PRNGKey(0))
     actor_p = agents.bc_fn((32, 32), 2, 64, 1500, 3e-3)(
-        actor_p, train.as_arrays(ds), jax.random.PRNGKey(1)
+        actor_p, train.as_arrays(cfg, ds), jax.random.PRNGKey(1)
     )
     assert train.evaluate_actor(cfg, actor_p, 2, jax.random.PRNGKey(2))["success_rate"] > 50.0

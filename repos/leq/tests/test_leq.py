@@ -146,9 +146,24 @@ def test_recursive_action_gradient_equals_jacrev(kind):
         return jnp.sin(s).sum() * jnp.cos(a).sum() + (a**2).sum()
 
     s0 = s0.astype(jnp.float32)
+    rest = (2, 4, policy, q_fn, model, 0.9, 0.7, kind)
+    official = jax.jit(lambda s, k: leq.action_gradients(s, k, *rest)[:2])
+    recursive = jax.jit(lambda s, k: leq.action_gradients_recursive(s, k, *rest)[:2])
     for seed in range(3):
-        args = (s0, jax.random.PRNGKey(seed), 2, 4, policy, q_fn, model, 0.9, 0.7, kind)
-        g1, r1, _ro = leq.action_gradients(*args)
-        g2, r2, _ = leq.action_gradients_recursive(*args)
+        g1, r1 = official(s0, jax.random.PRNGKey(seed))
+        g2, r2 = recursive(s0, jax.random.PRNGKey(seed))
         np.testing.assert_allclose(g2, g1, rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(r2, r1, rtol=1e-6)
+
+
+def test_bad_tau_and_horizon_are_clear_errors():
+    u = jnp.ones(3)
+    for tau in (0.0, 1.0, -0.2, 1.5):
+        with pytest.raises(ValueError, match=f"tau must lie in \\(0, 1\\), got {tau}"):
+            leq.expectile_loss(u, tau)
+    with pytest.raises(ValueError, match="horizon must be >= 1, got 0"):
+        leq.imagine(jnp.zeros(3), jax.random.PRNGKey(0), jnp.zeros((1, 2)), None, None, None)
+    with pytest.raises(ValueError, match="got 0 rewards"):
+        leq.lambda_returns(jnp.zeros(1), jnp.zeros(0), jnp.ones(1), 0.9, 0.9)
+    with pytest.raises(ValueError, match="got 3 rewards, 3 values"):
+        leq.lambda_returns(jnp.zeros(3), jnp.zeros(3), jnp.ones(4), 0.9, 0.9)

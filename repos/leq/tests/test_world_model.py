@@ -25,9 +25,8 @@ def test_world_model_fits_linear_system():
     test_s = jnp.asarray(rng.normal(size=(200, 3)), jnp.float32)
     test_a = jnp.asarray(rng.uniform(-1, 1, size=(200, 2)), jnp.float32)
     keys = jax.random.split(jax.random.PRNGKey(0), 200)
-    pred, rew, _ = jax.vmap(lambda si, ai, k: world_model.sample_step((32,), wm, si, ai, k, never))(
-        test_s, test_a, keys
-    )
+    step = jax.jit(jax.vmap(lambda si, ai, k: world_model.sample_step((32,), wm, si, ai, k, never)))
+    pred, rew, _ = step(test_s, test_a, keys)
     truth = np.asarray(test_s) @ A.T + np.asarray(test_a) @ B.T
     err = np.abs(np.asarray(pred) - truth).mean()
     assert err < 0.1, err  # the deltas have std ~0.6

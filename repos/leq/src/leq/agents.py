@@ -16,6 +16,7 @@ import optax
 
 from . import leq
 from . import world_model as wmod
+from .data import sample
 from .networks import Actor, Critic
 
 
@@ -84,12 +85,15 @@ def _fns(hp: HP, wm):
 def update(
     hp: HP, state: State, wm, data: dict, model_obs, model_count, key, tau, beta
 ) -> tuple[State, dict]:
-    """One LEQ update (Algorithm 1): imagine from a model batch, critic step, actor step."""
+    """One LEQ update (Algorithm 1): imagine from a model batch, critic step, actor step.
+
+    `data` comes from `data.device_arrays`; the model batch is drawn from the first
+    `model_count` rows of the fixed-size expansion buffer `model_obs`.
+    """
     actor, critic, bind = _fns(hp, wm)
     a_opt, c_opt = optimisers(hp)
     kd, km, ki = jax.random.split(key, 3)
-    n = data["observations"].shape[0]
-    b = jax.tree_util.tree_map(lambda x: x[jax.random.randint(kd, (hp.batch,), 0, n)], data)
+    b = sample(data, kd, hp.batch)
     s0 = model_obs[jax.random.randint(km, (hp.batch,), 0, model_count)]
     keys = jax.random.split(ki, hp.batch)
     policy, q_fn, model = bind(state.actor, state.critic)
@@ -162,14 +166,15 @@ def update_chunk(hp: HP, length: int):
 @functools.cache
 def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
     """MOPO-style expansion: `length`-step rollouts of the stochastic policy from dataset states;
-    returns the visited states (n_states * length, obs_dim) of rollouts still alive."""
+    returns the visited states (n_states * length, obs_dim); a terminated rollout restarts at
+    its dataset state. `data` comes from `data.device_arrays`."""
     actor = Actor(hp.widths, hp.act_dim)
     term = wmod.terminal_fn_for(hp.env)
 
     @jax.jit
-    def run(actor_p, wm, data_obs, key):
+    def run(actor_p, wm, data, key):
         k0, k1 = jax.random.split(key)
-        s = data_obs[jax.random.randint(k0, (n_states,), 0, data_obs.shape[0])]
+        s = data["observations"][jax.random.randint(k0, (n_states,), 0, data["size"])]
 
         def body(carry, k):
             s, alive = carry
@@ -198,12 +203,10 @@ def bc_fn(widths: tuple[int, ...], act_dim: int, batch: int, steps: int, lr: flo
     def run(actor_p, data, key):
         def body(carry, k):
             p, o = carry
-            idx = jax.random.randint(k, (batch,), 0, data["observations"].shape[0])
+            b = sample(data, k, batch)
 
             def loss(q):
-                return (
-                    (actor.apply(q, data["observations"][idx]) - data["actions"][idx]) ** 2
-                ).mean()
+                return ((actor.apply(q, b["observations"]) - b["actions"]) ** 2).mean()
 
             g = jax.grad(loss)(p)
             u, o = opt.update(g, o, p)

@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .data import sample
 from .leq import expectile_loss
 from .networks import Actor, Critic, Value
 
@@ -66,8 +67,7 @@ def iql_update(hp: IQLHP, st: IQLState, data: dict, key) -> tuple[IQLState, dict
     """
     actor, critic, value = Actor(hp.widths, hp.act_dim), Critic(hp.widths), Value(hp.widths)
     a_opt, c_opt, v_opt = _opts(hp)
-    n = data["observations"].shape[0]
-    b = jax.tree_util.tree_map(lambda x: x[jax.random.randint(key, (hp.batch,), 0, n)], data)
+    b = sample(data, key, hp.batch)
     s, a = b["observations"], b["actions"]
     q_t = critic.apply(st.critic_target, s, a)
 

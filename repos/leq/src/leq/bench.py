@@ -51,47 +51,49 @@ def run_methods(cfg: Config, env: str, methods, metric: str) -> dict[str, list[f
     return values
 
 
-def _timed(fn, *args):
+def _timed(fn, *args) -> float:
     start = time.perf_counter()
     jax.block_until_ready(jax.tree_util.tree_leaves(fn(*args)))
     return time.perf_counter() - start
 
 
 def performance(cfg: Config) -> list[dict]:
-    """Compile time and gradient updates per second after compilation (LEQ and IQL, maze)."""
+    """Compile time and gradient updates per second after compilation (LEQ and IQL, maze).
+
+    Runs before any training, so the first call of a `perf_steps`-update chunk includes its
+    compilation: compile_s = first call - second call. The arguments have the training shapes
+    (padded dataset, full expansion buffer), so with perf_steps == rollout_every the training
+    runs reuse this compilation instead of paying for another one.
+    """
     run_cfg = dataclasses.replace(cfg, seed=cfg.seeds[0])
     ds = load_data(run_cfg)
-    d = as_arrays(ds)
+    d = as_arrays(run_cfg, ds)
     actor_p, critic_p, value_p = init_params(run_cfg, ds, jax.random.PRNGKey(0))
     n, key = cfg.perf_steps, jax.random.PRNGKey(1)
-    rows = []
     wm = fit_world_model(run_cfg, ds)
     hp = make_hp(run_cfg, "LEQ", ds.observations.shape[1], ds.actions.shape[1])
     st = agents.init_state(hp, key, actor_p, critic_p)
-    obs = jnp.asarray(ds.observations)
+    rows = cfg.rollout_retain * cfg.rollout_states * cfg.rollout_len
+    obs = d["observations"][jnp.arange(rows) % d["size"]]
+    args = (st, wm, d, obs, jnp.asarray(rows, jnp.int32), key, jnp.float32(cfg.tau), jnp.float32(cfg.beta))  # fmt: skip
     fn = agents.update_chunk(hp, n)
-    args = (st, wm, d, obs, obs.shape[0], key, jnp.float32(cfg.tau), jnp.float32(cfg.beta))
-    first, again = _timed(fn, *args), _timed(fn, *args)
-    rows.append(("LEQ", first, again))
+    timings = [("LEQ", _timed(fn, *args), _timed(fn, *args))]
     ihp = iql_hp(run_cfg, ds.actions.shape[1])
     ist = baselines.iql_init(ihp, actor_p, critic_p, value_p)
     fn = baselines.iql_chunk(ihp, n)
-    first, again = _timed(fn, ist, d, key), _timed(fn, ist, d, key)
-    rows.append(("IQL", first, again))
-    out = []
-    for name, first, again in rows:
-        out.append(
-            {
-                "id": f"{name.lower()}-updates-per-s",
-                "what": f"{name} gradient updates per second after compilation ({cfg.env}, "
-                f"batch {cfg.batch}, H {cfg.horizon}, 1 CPU thread); compile_s = first call - "
-                "second call",
-                "ours_updates_per_s": round(n / again, 1),
-                "compile_s": round(max(first - again, 0.0), 2),
-                "ours_s": round(again / n, 5),
-            }
-        )
-    return out
+    timings.append(("IQL", _timed(fn, ist, d, key), _timed(fn, ist, d, key)))
+    return [
+        {
+            "id": f"{name.lower()}-updates-per-s",
+            "what": f"{name} gradient updates per second after compilation ({cfg.env}, batch "
+            f"{cfg.batch}, H {cfg.horizon}, {n} updates in one jitted lax.scan, 1 CPU thread); "
+            "compile_s = first call - second call, measured before any training",
+            "ours_updates_per_s": round(n / again, 1),
+            "compile_s": round(max(first - again, 0.0), 2),
+            "ours_s": round(again / n, 5),
+        }
+        for name, first, again in timings
+    ]
 
 
 def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict]) -> None:
@@ -125,6 +127,7 @@ def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
+    perf = performance(cfg)  # first: its compile time is real, and training reuses the compile
     maze_vals = run_methods(cfg, cfg.env, cfg.methods, "success_rate")
     dense_vals = {}
     if cfg.dense_env:
@@ -162,7 +165,6 @@ def run_bench(cfg: Config) -> dict:
                 ),
             )
         )
-    perf = performance(cfg)
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
         cfg.device, perf,

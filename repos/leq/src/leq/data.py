@@ -59,6 +59,30 @@ def validate(arrays: dict, source: str = "dataset") -> Dataset:
     return Dataset(**d)
 
 
+def device_arrays(ds: Dataset, capacity: int = 0) -> dict:
+    """The training arrays on the device, zero-padded to `capacity` rows, plus their "size".
+
+    Generated datasets differ in length from seed to seed (episodes end at the goal); a fixed
+    capacity keeps every jitted function's input shapes, so one compilation serves every seed.
+    Padding rows are never sampled (`sample` draws indices below "size").
+    """
+    n = len(ds.rewards)
+    rows = max(n, capacity)
+    out = {
+        k: jnp.asarray(np.concatenate([v, np.zeros((rows - n, *v.shape[1:]), v.dtype)]))
+        for k, v in ds._asdict().items()
+        if k != "timeouts"
+    }
+    out["size"] = jnp.asarray(n, jnp.int32)
+    return out
+
+
+def sample(arrays: dict, key: jax.Array, batch: int) -> dict:
+    """A uniform minibatch (with replacement) of the first arrays["size"] rows."""
+    idx = jax.random.randint(key, (batch,), 0, arrays["size"])
+    return {k: v[idx] for k, v in arrays.items() if k != "size"}
+
+
 def maze_dataset(name: str, kind: str, n_transitions: int, episode_len: int, seed: int) -> Dataset:
     """Noisy waypoint-controller data ("play": hand-picked cells, "diverse": any cell)."""
     m = mz.make_maze(name)
@@ -220,11 +244,17 @@ def load_minari(root: str | Path, dataset_id: str) -> Dataset:
     for ep in episodes:
         obs = np.asarray(ep.observations, np.float32)
         n = len(ep.actions)
-        if obs.ndim != 2 or len(obs) != n + 1:
+        dim = parts["observations"][0].shape[1] if parts["observations"] else obs.shape[-1]
+        if obs.ndim != 2 or len(obs) != n + 1 or obs.shape[1] != dim:
             raise ValueError(
                 f"{source}: episode {ep.id} has observations of shape {obs.shape}, "
-                f"expected ({n + 1}, obs_dim) for {n} actions"
+                f"expected ({n + 1}, {dim}) for {n} actions"
             )
+        for name in ("rewards", "terminations", "truncations"):
+            if len(getattr(ep, name)) != n:
+                raise ValueError(
+                    f"{source}: episode {ep.id} has {len(getattr(ep, name))} {name} for {n} actions"
+                )
         parts["observations"].append(obs[:-1])
         parts["next_observations"].append(obs[1:])
         parts["actions"].append(np.asarray(ep.actions, np.float32).reshape(n, -1))

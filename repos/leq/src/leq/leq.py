@@ -17,8 +17,11 @@ import jax.numpy as jnp
 def expectile_loss(u: jnp.ndarray, tau: float) -> jnp.ndarray:
     """l_tau(u) = |tau - 1(u < 0)| u^2 with u = target - prediction (Eq. 3 of the paper).
 
-    tau < 0.5 penalises over-estimation more: the minimiser is a lower expectile.
+    tau < 0.5 penalises over-estimation more: the minimiser is a lower expectile. A Python
+    number outside (0, 1) is rejected here (a traced tau is checked by `config.validate`).
     """
+    if isinstance(tau, int | float) and not 0.0 < tau < 1.0:
+        raise ValueError(f"tau must lie in (0, 1), got {tau}")
     return jnp.abs(tau - (u < 0).astype(u.dtype)) * u**2
 
 
@@ -31,6 +34,11 @@ def lambda_returns(q, r, alive, gamma: float, lam: float) -> jnp.ndarray:
     of the n-step returns G^(0..H-t)_t (G^(0)_t = Q_t), see `lambda_returns_closed_form`.
     """
     horizon = r.shape[0]
+    if horizon < 1 or q.shape[0] != horizon + 1 or alive.shape[0] != horizon + 1:
+        raise ValueError(
+            f"need H >= 1 rewards and H + 1 values and masks; got {horizon} rewards, "
+            f"{q.shape[0]} values, {alive.shape[0]} masks"
+        )
     weights = jnp.cumsum(lam ** jnp.arange(horizon, dtype=q.dtype))[::-1]  # W_t for t = 0..H-1
 
     def back(nxt, t):
@@ -68,6 +76,8 @@ def imagine(
     The model noise is fixed by `key`, so repeated calls give the same trajectory.
     """
     horizon = delta.shape[0] - 1
+    if horizon < 1:
+        raise ValueError(f"horizon must be >= 1, got {horizon} (delta has {delta.shape[0]} rows)")
 
     def body(carry, inp):
         s, alive = carry

@@ -130,6 +130,11 @@ def reset(maze: Maze, key: jax.Array, n: int) -> jnp.ndarray:
 
 def evaluate_policy(maze: Maze, policy, key: jax.Array, episodes: int) -> dict[str, float]:
     """Success rate (percent, the AntMaze normalised score) and mean steps to the goal."""
+    return {k: float(v) for k, v in episode_stats(maze, policy, key, episodes).items()}
+
+
+def episode_stats(maze: Maze, policy, key: jax.Array, episodes: int) -> dict[str, jax.Array]:
+    """`evaluate_policy` as arrays, so that it can run inside `jax.jit`."""
     walls, goal = jnp.asarray(maze.walls), jnp.asarray(maze.goal)
     obs0 = reset(maze, key, episodes)
 
@@ -142,7 +147,7 @@ def evaluate_policy(maze: Maze, policy, key: jax.Array, episodes: int) -> dict[s
 
     init = (obs0, jnp.zeros(episodes), jnp.zeros(episodes))
     (_, done, t), _ = jax.lax.scan(body, init, None, length=maze.horizon)
-    return {"success_rate": float(100.0 * done.mean()), "episode_steps": float(t.mean())}
+    return {"success_rate": 100.0 * done.mean(), "episode_steps": t.mean()}
 
 
 def goal_controller(maze: Maze):

@@ -63,7 +63,7 @@ def rollout_return(policy, key: jax.Array, episodes: int) -> jnp.ndarray:
     return ret
 
 
-def reference_returns(key: jax.Array, episodes: int) -> tuple[float, float]:
+def reference_returns(key: jax.Array, episodes: int) -> tuple[jax.Array, jax.Array]:
     """Mean returns of the uniform random policy and of the noise-free controller."""
     rand = rollout_return(
         lambda o, k: jax.random.uniform(k, (o.shape[0], 1), minval=-1.0, maxval=1.0),
@@ -71,11 +71,16 @@ def reference_returns(key: jax.Array, episodes: int) -> tuple[float, float]:
         episodes,
     )
     expert = rollout_return(lambda o, k: controller(o), key, episodes)
-    return float(rand.mean()), float(expert.mean())
+    return rand.mean(), expert.mean()
 
 
 def evaluate_policy(policy, key: jax.Array, episodes: int) -> dict[str, float]:
     """Return and D4RL-style normalised return 100 (R - R_random) / (R_controller - R_random)."""
-    ret = float(rollout_return(lambda o, k: policy(o), key, episodes).mean())
+    return {k: float(v) for k, v in episode_stats(policy, key, episodes).items()}
+
+
+def episode_stats(policy, key: jax.Array, episodes: int) -> dict[str, jax.Array]:
+    """`evaluate_policy` as arrays, so that it can run inside `jax.jit`."""
+    ret = rollout_return(lambda o, k: policy(o), key, episodes).mean()
     lo, hi = reference_returns(key, episodes)
     return {"return": ret, "normalized_return": 100.0 * (ret - lo) / (hi - lo)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import sys
 from pathlib import Path
@@ -50,12 +51,18 @@ def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
     widths = (cfg.model_hidden,) * cfg.model_layers
     return _cached(
         key,
-        lambda: wmod.fit(ds, cfg.model_members, cfg.model_elites, widths, cfg.model_steps, cfg.model_lr, cfg.seed),
+        lambda: wmod.fit(ds, cfg.model_members, cfg.model_elites, widths, cfg.model_steps, cfg.model_lr, cfg.seed, capacity=capacity(cfg, ds)),
     )  # fmt: skip
 
 
-def as_arrays(ds: Dataset) -> dict:
-    return {k: jnp.asarray(v) for k, v in ds._asdict().items() if k != "timeouts"}
+def capacity(cfg: Config, ds: Dataset) -> int:
+    """Rows every seed's device arrays are padded to: a generated dataset never holds more than
+    n_transitions, so all seeds share one set of shapes (and one compilation per function)."""
+    return max(len(ds.rewards), cfg.n_transitions)
+
+
+def as_arrays(cfg: Config, ds: Dataset) -> dict:
+    return data.device_arrays(ds, capacity(cfg, ds))
 
 
 def init_params(cfg: Config, ds: Dataset, key):
@@ -96,7 +103,7 @@ def _bar(cfg: Config, total: int, desc: str):
 def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
     """Algorithm 1: world model, optional BC, then expansion + update chunks. Returns actor params."""
     wm = fit_world_model(cfg, ds)
-    d = as_arrays(ds)
+    d = as_arrays(cfg, ds)
     hp = make_hp(cfg, which, ds.observations.shape[1], ds.actions.shape[1])
     tau, beta = (jnp.float32(v) for v in tau_beta(cfg, which))
     k_init, k_bc, key = jax.random.split(key, 3)
@@ -106,16 +113,18 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
         actor_p = bc(actor_p, d, k_bc)
     state = agents.init_state(hp, key, actor_p, critic_p)
     expand = agents.expansion_fn(hp, cfg.rollout_states, cfg.rollout_len, cfg.policy_std)
-    buffer: list = []
+    # ring buffer of the last `rollout_retain` expansions, fixed in shape (one compilation)
+    rows = cfg.rollout_states * cfg.rollout_len
+    model_obs = jnp.zeros((cfg.rollout_retain * rows, ds.observations.shape[1]))
     with _bar(cfg, cfg.steps, which) as bar:
-        for length in chunk_lengths(cfg.steps, cfg.rollout_every):
+        for i, length in enumerate(chunk_lengths(cfg.steps, cfg.rollout_every)):
             key, ke, ku = jax.random.split(key, 3)
-            buffer = (buffer + [expand(state.actor, wm, d["observations"], ke)])[
-                -cfg.rollout_retain :
-            ]
-            model_obs = jnp.concatenate(buffer)
+            slot = jnp.asarray((i % cfg.rollout_retain) * rows, jnp.int32)
+            new = expand(state.actor, wm, d, ke)
+            model_obs = jax.lax.dynamic_update_slice(model_obs, new, (slot, jnp.int32(0)))
+            count = jnp.asarray(min(i + 1, cfg.rollout_retain) * rows, jnp.int32)
             run = agents.update_chunk(hp, length)
-            state, info = run(state, wm, d, model_obs, model_obs.shape[0], ku, tau, beta)
+            state, info = run(state, wm, d, model_obs, count, ku, tau, beta)
             bar.update(length)
             bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
     return {"actor": state.actor, "critic": state.critic, "info": info}
@@ -129,7 +138,7 @@ def iql_hp(cfg: Config, act_dim: int) -> baselines.IQLHP:
 
 
 def train_iql(cfg: Config, ds: Dataset, key) -> dict:
-    d = as_arrays(ds)
+    d = as_arrays(cfg, ds)
     hp = iql_hp(cfg, ds.actions.shape[1])
     k_init, key = jax.random.split(key)
     st = baselines.iql_init(hp, *init_params(cfg, ds, k_init))
@@ -142,12 +151,21 @@ def train_iql(cfg: Config, ds: Dataset, key) -> dict:
     return {"actor": st.actor, "critic": st.critic, "info": info}
 
 
+@functools.cache
+def _evaluator(env: str, widths: tuple[int, ...], act_dim: int, episodes: int):
+    """jit(evaluation episodes of the deterministic actor), compiled once per task and size."""
+    actor = Actor(widths, act_dim)
+    if env == "pendulum":
+        stats = lambda p, key: pendulum.episode_stats(lambda o: actor.apply(p, o), key, episodes)
+    else:
+        m = maze.make_maze(env)
+        stats = lambda p, key: maze.episode_stats(m, lambda o: actor.apply(p, o), key, episodes)
+    return jax.jit(stats)
+
+
 def evaluate_actor(cfg: Config, actor_p: dict, act_dim: int, key) -> dict[str, float]:
-    actor = Actor((cfg.hidden,) * cfg.layers, act_dim)
-    policy = lambda obs: actor.apply(actor_p, obs)
-    if cfg.env == "pendulum":
-        return pendulum.evaluate_policy(policy, key, cfg.eval_episodes)
-    return maze.evaluate_policy(maze.make_maze(cfg.env), policy, key, cfg.eval_episodes)
+    run = _evaluator(cfg.env, (cfg.hidden,) * cfg.layers, act_dim, cfg.eval_episodes)
+    return {k: float(v) for k, v in run(actor_p, key).items()}
 
 
 def train_and_evaluate(
