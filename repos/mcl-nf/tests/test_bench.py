@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -34,3 +35,13 @@ def test_bench_writes_schema_claims_and_figure(tiny):
         "fisher-trace-layerwise",
     }
     assert (Path(tiny.results_dir) / "figures" / "psnr_and_forgetting.png").exists()
+
+
+def test_bench_computes_the_claims_for_the_nerf_family(tiny):
+    doc = run_bench(dataclasses.replace(tiny, bench_signals=("nerf",)))
+    ids = {"step1-beats-best-cl", "step2-beats-mol", "no-forgetting"}
+    assert {c["id"] for c in doc["claims"]} == {f"nerf-{i}" for i in ids}
+    assert (
+        "nerf_psnr_step2" in doc["metrics"]["OL"] and "nerf_ssim_final" not in doc["metrics"]["OL"]
+    )
+    assert doc["metrics"]["MCL-NF"]["nerf_forgetting_q1_db"]["values"] == [0.0]

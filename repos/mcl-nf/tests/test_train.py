@@ -24,24 +24,27 @@ def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
     assert evaluate(tmp_path / "run") == metrics
 
 
-def test_same_seed_same_numbers(tiny, tmp_path):
-    assert train_and_evaluate(tiny, tmp_path / "a") == train_and_evaluate(tiny, tmp_path / "b")
+@pytest.mark.parametrize("signal", ["image", "nerf"])
+def test_same_seed_same_numbers(signal, tiny, tmp_path):
+    cfg = dataclasses.replace(tiny, signal=signal)
+    assert train_and_evaluate(cfg, tmp_path / "a") == train_and_evaluate(cfg, tmp_path / "b")
 
 
-@pytest.mark.parametrize("signal", ["image", "video"])
+@pytest.mark.parametrize("signal", ["image", "video", "nerf"])
 def test_full_preset_runs_one_step_at_tiny_size(signal, tmp_path):
-    keep = ("grid", "eval_steps", "meta_steps", "video_frames")
+    keep = ("grid", "eval_steps", "meta_steps", "video_frames", "nerf_samples")
     shrink = {k: v for k, v in TINY.items() if k not in keep}
     full = dataclasses.replace(
         PRESETS["full"], device="cpu", **shrink, meta_steps=1, eval_steps=(1,), signal=signal
     )
-    assert full.grid == 4 and full.hidden == TINY["hidden"] and "video" in full.bench_signals
+    assert full.grid == 4 and full.hidden == TINY["hidden"]
+    assert {"video", "nerf"} <= set(full.bench_signals) and full.nerf_samples == 64
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["MCL-NF/psnr_step1"])
 
 
-@pytest.mark.parametrize("signal", ["audio", "video"])
-def test_audio_and_video_smoke_runs_every_method(signal, tiny, tmp_path):
+@pytest.mark.parametrize("signal", ["audio", "video", "nerf"])
+def test_audio_video_and_nerf_smoke_runs_every_method(signal, tiny, tmp_path):
     metrics = train_and_evaluate(dataclasses.replace(tiny, signal=signal), tmp_path)
     assert {k.split("/")[0] for k in metrics} == set(METHODS)
     assert all(math.isfinite(v) for v in metrics.values())
@@ -60,3 +63,14 @@ def test_image_folder_end_to_end_on_images_the_test_writes(tiny, tmp_path):
     assert all(math.isfinite(v) for v in metrics.values())
     with pytest.raises(ValueError, match="need more than n_test=5"):
         train_and_evaluate(dataclasses.replace(cfg, n_test=5), tmp_path / "run2")
+
+
+def test_chunks_of_held_out_signals_give_the_same_metrics(tiny, tmp_path):
+    """test_points small enough for one signal per chunk: the chunks' means, weighted, are the
+    all-at-once metrics (every metric is a mean over signals)."""
+    cfg = dataclasses.replace(tiny, signal="nerf")
+    whole = train_and_evaluate(cfg, tmp_path / "a")
+    chunked = train_and_evaluate(dataclasses.replace(cfg, test_points=1), tmp_path / "b")
+    assert chunked.keys() == whole.keys()
+    for key, value in whole.items():
+        assert chunked[key] == pytest.approx(value, rel=1e-4, abs=1e-4), key

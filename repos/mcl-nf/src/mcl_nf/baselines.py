@@ -26,13 +26,25 @@ def diagonal_fisher(
     squared per-point gradient of l_j = mean_c (f_c - y_c)^2, i.e. of sum_c 2 (f_c - y_c) / C f_c.
 
     A point's weight gradient is delta_j a_j^T (`modular.layer_grads`), so its square is
-    delta_j^2 (a_j^2)^T and the mean over points is one matrix product per layer."""
+    delta_j^2 (a_j^2)^T and the mean over points is one matrix product per layer. A sample of
+    G > 1 rows (a NeRF ray) has the gradient sum_s delta_s a_s^T, formed per sample in chunks."""
     resid = fields(module, {k: v.detach() for k, v in params.items()}, coords) - targets
-    m = coords.shape[1]
+    m, g = coords.shape[1], module.group
     fisher: Params = {}
     for i, (a, d) in enumerate(layer_grads(module, params, coords, 2 * resid / targets.shape[-1])):
-        fisher[f"layers.{i}.weight"] = d.pow(2).transpose(1, 2) @ a.pow(2) / m
-        fisher[f"layers.{i}.bias"] = d.pow(2).mean(1)
+        if g == 1:
+            fisher[f"layers.{i}.weight"] = d.pow(2).transpose(1, 2) @ a.pow(2) / m
+            fisher[f"layers.{i}.bias"] = d.pow(2).mean(1)
+            continue
+        a, d = a.unflatten(1, (m, g)), d.unflatten(1, (m, g))
+        fisher[f"layers.{i}.weight"] = (
+            sum(
+                (d[:, c : c + 64].transpose(-1, -2) @ a[:, c : c + 64]).pow(2).sum(1)
+                for c in range(0, m, 64)
+            )
+            / m
+        )
+        fisher[f"layers.{i}.bias"] = d.sum(2).pow(2).mean(1)
     return fisher
 
 
@@ -47,8 +59,10 @@ def fit_single(
     ewc_lambda: float = 100.0,
     replay_points: int = 64,
     seed: int = 0,
+    batch: tuple[int, int] | None = None,
 ) -> tuple[Params, torch.Tensor]:
-    """Fit one MLP per signal to sub-tasks 1..t in order, `steps` SGD steps each.
+    """Fit one MLP per signal to sub-tasks 1..t in order, `steps` SGD steps each (`batch` as in
+    `modular.adapt`, its seed advanced per sub-task; replay then also draws a batch per step).
 
     coords (t, m, 2), targets (n, t, m, 3). Returns the final parameters (n, ...) and the
     per-signal MSE on sub-task 1 right after it was learned (for the forgetting measure).
@@ -73,10 +87,14 @@ def fit_single(
                     )
             if method == "replay" and replay_x:
                 bx, by = torch.cat(replay_x, 1), torch.cat(replay_y, 1)
+                if batch is not None and batch[0] < bx.shape[1]:  # a replay batch per step
+                    keep = torch.randperm(bx.shape[1], generator=gen)[: batch[0]].to(bx.device)
+                    bx, by = bx[:, keep], by[:, keep]
                 total = total + point_losses(module, p, bx, by).mean(-1).sum()
             return total
 
-        params = adapt(module, params, x, y, steps, lr, extra_loss=penalty)
+        draw = (batch[0], batch[1] + k) if batch is not None else None
+        params = adapt(module, params, x, y, steps, lr, extra_loss=penalty, batch=draw)
         if k == 0:
             first_mse = point_losses(module, params, x, y).mean(-1).detach()
         if method == "ewc":
@@ -97,11 +115,12 @@ def fit_offline(
     steps: int,
     lr: float,
     on_step: Callable[[int, Params], None] | None = None,
+    batch: tuple[int, int] | None = None,
 ) -> Params:
     """OL: all t sub-tasks at once, for t * steps SGD steps (the same number of updates);
-    `on_step(s, params)` sees every intermediate step."""
+    `on_step(s, params)` sees every intermediate step; `batch` as in `modular.adapt`."""
     n, t = targets.shape[:2]
     x = coords.reshape(1, -1, coords.shape[-1]).expand(n, -1, -1)
     y = targets.reshape(n, -1, targets.shape[-1])
-    params = adapt(module, broadcast(theta0, n), x, y, t * steps, lr, on_step=on_step)
+    params = adapt(module, broadcast(theta0, n), x, y, t * steps, lr, on_step=on_step, batch=batch)
     return {k: v.detach() for k, v in params.items()}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-SIGNALS = ("image", "audio", "video")
+SIGNALS = ("image", "audio", "video", "nerf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +30,8 @@ class Config:
     threads: int = 1
     """CPU threads for torch (tiny tensors: one thread avoids contention on shared cores)."""
     signal: str = "image"
-    """Signal family of `train`: image (grid x grid blocks), audio or video (time segments)."""
+    """Signal family of `train`: image (grid x grid blocks), audio or video (time segments), or nerf
+    (toy city of grid x grid blocks, one sub-task per block's cameras)."""
     bench_signals: tuple[str, ...] = ("image", "audio")
     """Signal families the benchmark runs, each over every seed."""
     audio_length: int = 1024
@@ -42,9 +43,21 @@ class Config:
     image_size: int = 32
     """Side of the square RGB signals, in pixels."""
     grid: int = 2
-    """Sub-tasks per side: the signal is cut into grid x grid blocks, one module each (t = grid^2)."""
+    """Sub-tasks per side: the signal (image, or NeRF city) is cut into grid x grid blocks, one
+    module each (t = grid^2)."""
     image_folder: str = ""
     """Folder of PNG/JPEG images replacing the procedural images (empty: procedural; audio unaffected)."""
+    nerf_resolution: int = 8
+    """NeRF: pixels per side of every view (one ray per pixel)."""
+    nerf_views: int = 4
+    """NeRF: training views per city block (cameras on a sphere around the block), fitted."""
+    nerf_test_views: int = 2
+    """NeRF: held-out views per block, between the training views; NeRF PSNR is measured on them."""
+    nerf_samples: int = 32
+    """NeRF: samples per ray (midpoints of equal bins between the ray's near and far bounds)."""
+    nerf_rays: int = 64
+    """NeRF: random rays per sub-task in each SGD step, at meta-training and test time (all if
+    fewer)."""
     hidden: int = 64
     """Hidden width of each module's SIREN (two hidden layers)."""
     single_hidden: int = 128
@@ -65,6 +78,9 @@ class Config:
     """Adam learning rate eta of the meta update."""
     n_test: int = 4
     """Held-out signals fitted at test time."""
+    test_points: int = 0
+    """Bound on the points (pixels, samples, or ray samples) of the held-out signals fitted at once:
+    they are fitted in chunks of as many as fit (0: all n_test at once). Bounds GPU memory."""
     eval_steps: tuple[int, ...] = (1, 16, 128)
     """Test-time SGD steps per sub-task at which whole-signal PSNR is measured."""
     fim_lambda: float = 1.0
@@ -93,9 +109,15 @@ PRESETS: dict[str, Config] = {
         meta_lr=3e-5,
         n_test=100,
         eval_steps=(1, 16, 128, 4096),
-        bench_signals=("image", "audio", "video"),
+        bench_signals=("image", "audio", "video", "nerf"),
         audio_length=16384,
         time_segments=8,
+        nerf_resolution=16,
+        nerf_views=4,
+        nerf_test_views=2,
+        nerf_samples=64,
+        nerf_rays=32,
+        test_points=8_000_000,
     ),
 }
 
@@ -118,7 +140,18 @@ def validate(cfg: Config) -> Config:
             raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     if cfg.inner_steps < 0 or cfg.fim_lambda < 0 or cfg.ewc_lambda < 0 or cfg.replay_points < 0:
         raise ValueError("inner_steps, fim_lambda, ewc_lambda and replay_points must be >= 0")
-    for field in ("audio_length", "time_segments", "video_frames"):
+    if cfg.test_points < 0:
+        raise ValueError(f"test_points must be >= 0 (0: no bound), got {cfg.test_points}")
+    for field in (
+        "audio_length",
+        "time_segments",
+        "video_frames",
+        "nerf_resolution",
+        "nerf_views",
+        "nerf_test_views",
+        "nerf_samples",
+        "nerf_rays",
+    ):
         if getattr(cfg, field) < 1:
             raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     for signal in (cfg.signal, *cfg.bench_signals):

@@ -26,6 +26,7 @@ from .modular import (
     maml_outer_loss,
     point_losses,
 )
+from .nerf import NerfField
 from .results import atomic_write_bytes, atomic_write_json
 
 METHODS = ("OL", "Naive", "EWC", "ER", "MOL", "MCL-NF", "MCL-NF+FIM")
@@ -40,8 +41,9 @@ def folder_pool(folder: str, size: int) -> torch.Tensor:
 
 def signals(cfg: Config, split: str, n: int, offset: int = 0) -> torch.Tensor:
     """Meta-training draws fresh procedural signals each step; test signals use disjoint seeds.
-    Images (n, H, H, 3), audio clips (n, L, 1) or videos (n, F, H, H, 3). With --image-folder, the last n_test images are
-    the test split and the rest meta-train."""
+    Images (n, H, H, 3), audio clips (n, L, 1), videos (n, F, H, H, 3) or NeRF cities
+    (n, t, views, H, H, 3), rendered on cfg.device. With --image-folder, the last n_test images
+    are the test split and the rest meta-train."""
     if cfg.signal == "image" and cfg.image_folder:
         pool = folder_pool(cfg.image_folder, cfg.image_size)
         if len(pool) <= cfg.n_test:
@@ -52,12 +54,20 @@ def signals(cfg: Config, split: str, n: int, offset: int = 0) -> torch.Tensor:
             return pool[-cfg.n_test :]
         train = pool[: -cfg.n_test]
         return train[torch.arange(offset * n, offset * n + n) % len(train)]
-    base = 1_000_003 * cfg.seed + (0 if split == "train" else 7_919_000)
+    base = signal_seed(cfg, split, offset)
     if cfg.signal == "audio":
-        return data.procedural_chirps(n, cfg.audio_length, base + offset)
+        return data.procedural_chirps(n, cfg.audio_length, base)
+    if cfg.signal == "nerf":
+        views = (cfg.nerf_resolution, cfg.nerf_views, cfg.nerf_test_views, cfg.nerf_samples)
+        return data.procedural_cities(n, cfg.grid, *views, base, cfg.device)
     if cfg.signal == "video":
-        return data.procedural_videos(n, cfg.video_frames, cfg.image_size, base + offset)
-    return data.procedural_images(n, cfg.image_size, base + offset)
+        return data.procedural_videos(n, cfg.video_frames, cfg.image_size, base)
+    return data.procedural_images(n, cfg.image_size, base)
+
+
+def signal_seed(cfg: Config, split: str, offset: int) -> int:
+    """Seed of the procedural signals of a split (disjoint for train and test) and step."""
+    return 1_000_003 * cfg.seed + (0 if split == "train" else 7_919_000) + offset
 
 
 def check(cfg: Config, values: torch.Tensor) -> None:
@@ -66,12 +76,17 @@ def check(cfg: Config, values: torch.Tensor) -> None:
         data.check_audio(values, cfg.time_segments)
     elif cfg.signal == "video":
         data.check_video(values, cfg.time_segments)
+    elif cfg.signal == "nerf":
+        data.check_nerf(values, cfg.grid)
     else:
         data.check_signals(values, cfg.grid)
 
 
 def layout(cfg: Config) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sub-task coordinates (t, m, in_dim) and signal indices (t, m): blocks or time segments."""
+    """Sub-task coordinates (t, m, in_dim) and signal indices (t, m): blocks, time segments, or
+    for NeRF the rays (t, m, 8) of each block's cameras, training views first."""
+    if cfg.signal == "nerf":
+        return data.city_rays(cfg.grid, cfg.nerf_resolution, cfg.nerf_views, cfg.nerf_test_views)
     if cfg.signal == "audio":
         return data.segments_1d(cfg.audio_length, cfg.time_segments)
     if cfg.signal == "video":
@@ -80,9 +95,35 @@ def layout(cfg: Config) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def new_field(cfg: Config, hidden: int, seed: int) -> tuple[Siren, Params]:
-    """A SIREN for this signal family (2 -> 3 image, 1 -> 1 audio, 3 -> 3 video) and its init."""
+    """A SIREN for this signal family (2 -> 3 image, 1 -> 1 audio, 3 -> 3 video; a NeRF field
+    3 -> 4 rendered along rays) and its init."""
+    if cfg.signal == "nerf":
+        make = functools.partial(NerfField, samples=cfg.nerf_samples)
+        return init_params(hidden, cfg.omega0, seed, cfg.device, 3, 4, make)
     dims = {"image": (2, 3), "audio": (1, 1), "video": (3, 3)}[cfg.signal]
     return init_params(hidden, cfg.omega0, seed, cfg.device, *dims)
+
+
+def ray_batch(cfg: Config) -> tuple[int, int] | None:
+    """NeRF fits random batches of nerf_rays rays per SGD step (size, seed); others full batches."""
+    return (cfg.nerf_rays, cfg.seed) if cfg.signal == "nerf" else None
+
+
+def fitted_count(cfg: Config, m: int) -> int:
+    """Samples per sub-task that are fitted: NeRF, the rays of the first nerf_views views of each
+    block (the rest are held out for scoring); all m otherwise."""
+    return cfg.nerf_views * cfg.nerf_resolution**2 if cfg.signal == "nerf" else m
+
+
+def split_views(
+    cfg: Config, coords: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
+    """(fitted coords, fitted targets, scored (coords, targets)): NeRF is scored on its held-out
+    views; other families on what they fit (None)."""
+    m = fitted_count(cfg, coords.shape[1])
+    if m == coords.shape[1]:
+        return coords, targets, None
+    return coords[:, :m], targets[:, :, :m], (coords[:, m:], targets[:, :, m:])
 
 
 def split_targets(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
@@ -97,21 +138,38 @@ def meta_train(cfg: Config, hidden: int, modular: bool, desc: str) -> tuple[Sire
     theta0 = {k: v.requires_grad_() for k, v in theta0.items()}
     opt = torch.optim.Adam(theta0.values(), lr=cfg.meta_lr)
     coords, index = layout(cfg)
+    m = fitted_count(cfg, coords.shape[1])
+    coords, index = coords[:, :m], index[:, :m]
     if not modular:
         coords, index = coords.reshape(1, -1, coords.shape[-1]), index.reshape(1, -1)
     coords = coords.to(cfg.device)
     bar = tqdm(range(cfg.meta_steps), desc=desc, disable=cfg.quiet or not sys.stderr.isatty())
     for step in bar:
-        batch = split_targets(signals(cfg, "train", cfg.meta_batch, step), index).to(cfg.device)
-        t = batch.shape[1]
-        x = coords.repeat(cfg.meta_batch, 1, 1)
-        y = batch.reshape(cfg.meta_batch * t, -1, batch.shape[-1])
+        x, y = meta_batch(cfg, step, coords, index)
         loss = maml_outer_loss(module, theta0, x, y, cfg.inner_steps, cfg.inner_lr, cfg.first_order)
         opt.zero_grad()
         loss.backward()
         opt.step()
         bar.set_postfix(outer_mse=f"{loss.item():.4f}")
     return module, {k: v.detach() for k, v in theta0.items()}
+
+
+def meta_batch(
+    cfg: Config, step: int, coords: torch.Tensor, index: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One meta-step's inner-loop tasks, coords (B * t', m, d) and targets (B * t', m, C), for
+    coords (t', m, d) of t' modules (or one whole-signal task). NeRF: nerf_rays random rays per
+    sub-task (the same for every task of the step), rendered from fresh scenes."""
+    n = cfg.meta_batch
+    if cfg.signal != "nerf":
+        batch = split_targets(signals(cfg, "train", n, step), index).to(cfg.device)
+        return coords.repeat(n, 1, 1), batch.reshape(n * batch.shape[1], -1, batch.shape[-1])
+    per_task = min(cfg.nerf_rays * cfg.grid**2 // coords.shape[0], coords.shape[1])
+    gen = torch.Generator().manual_seed(signal_seed(cfg, "train", step))
+    coords = coords[:, torch.randperm(coords.shape[1], generator=gen)[:per_task].to(coords.device)]
+    scenes = data.procedural_scenes(n, cfg.grid, signal_seed(cfg, "train", step))
+    pixels = data.render_scenes(scenes, coords.reshape(-1, 8), cfg.nerf_samples, cfg.grid)
+    return coords.repeat(n, 1, 1), pixels.reshape(n * coords.shape[0], per_task, 3)
 
 
 def whole_signal(values: torch.Tensor) -> torch.Tensor:
@@ -140,28 +198,40 @@ def final_scores(pred: torch.Tensor, values: torch.Tensor, index: torch.Tensor) 
     return {"ssim_final": float(np.mean(ssim))}
 
 
-def evaluate_modular(cfg, module, theta0, coords, targets, values, index, fim) -> dict[str, float]:
+def evaluate_modular(
+    cfg, module, theta0, coords, targets, values, index, fim, score=None
+) -> dict[str, float]:
     """Fit module k on sub-task k only (k = 1..t in order, no replay), recording each module's
-    per-point error at every eval step; whole-signal PSNR at step s combines all modules at s."""
+    per-point error at every eval step; whole-signal PSNR at step s combines all modules at s.
+    PSNR is over the fitted samples, or over `score` = (coords, targets) when given (NeRF: the
+    held-out views, rendered by the module of their block); forgetting is on sub-task 1's fitted
+    samples; SSIM only when scoring what was fitted."""
     n, t = targets.shape[:2]
     last = max(cfg.eval_steps)
-    errors = {s: torch.zeros(n, t, targets.shape[2]) for s in cfg.eval_steps}
+    score_x, score_y = score if score is not None else (coords, targets)
+    errors = {s: torch.zeros(n, t, score_y.shape[2]) for s in cfg.eval_steps}
+    x0, y0 = coords[0].expand(n, -1, -1), targets[:, 0]
+    first: list[torch.Tensor] = []
 
     def record(k: int, step: int, p: Params) -> None:
         if step in errors:
-            x, y = coords[k].expand(n, -1, -1), targets[:, k]
+            x, y = score_x[k].expand(n, -1, -1), score_y[:, k]
             errors[step][:, k] = point_losses(module, p, x, y).detach().cpu()
+        if k == 0 and step == last:
+            first.append(point_losses(module, p, x0, y0).mean(-1).detach().cpu())
 
-    finished = fit_modules(module, theta0, coords, targets, last, cfg.inner_lr, fim, record)
+    finished = fit_modules(
+        module, theta0, coords, targets, last, cfg.inner_lr, fim, record, ray_batch(cfg)
+    )
     out = {f"psnr_step{s}": mean_psnr(whole_signal(e)) for s, e in errors.items()}
     # sub-task 1's error right after it was learned (recorded above) vs after all sub-tasks
-    x0, y0 = coords[0].expand(n, -1, -1), targets[:, 0]
     final_first = point_losses(module, finished[0], x0, y0).mean(-1).detach().cpu()
-    out["forgetting_q1_db"] = mean_psnr(errors[last][:, 0].mean(-1)) - mean_psnr(final_first)
-    preds = torch.cat(
-        [module_pred(module, p, coords[k].expand(n, -1, -1)) for k, p in enumerate(finished)], 1
-    )
-    out.update(final_scores(preds, values, index))
+    out["forgetting_q1_db"] = mean_psnr(first[0]) - mean_psnr(final_first)
+    if score is None:
+        preds = [
+            module_pred(module, p, coords[k].expand(n, -1, -1)) for k, p in enumerate(finished)
+        ]
+        out.update(final_scores(torch.cat(preds, 1), values, index))
     return out
 
 
@@ -170,15 +240,18 @@ def module_pred(module: Siren, params: Params, coords: torch.Tensor) -> torch.Te
 
 
 def evaluate_single(
-    cfg, method, module, theta0, coords, targets, values, index
+    cfg, method, module, theta0, coords, targets, values, index, score=None
 ) -> dict[str, float]:
     """One MLP per signal: OL on all data at once, or naive / EWC / ER / MOL sequentially.
     A sequential run with s steps per sub-task is its own trajectory (one per eval step); OL's
-    t * s steps for every s are prefixes of one trajectory, recorded on the way."""
+    t * s steps for every s are prefixes of one trajectory, recorded on the way. PSNR, forgetting
+    and SSIM as in `evaluate_modular`."""
     n, t = targets.shape[:2]
     last = max(cfg.eval_steps)
     all_x = coords.reshape(1, -1, coords.shape[-1]).expand(n, -1, -1)
-    all_y = targets.reshape(n, -1, targets.shape[-1])
+    score_x, score_y = score if score is not None else (coords, targets)
+    score_x = score_x.reshape(1, -1, score_x.shape[-1]).expand(n, -1, -1)
+    score_y = score_y.reshape(n, -1, score_y.shape[-1])
     fitted: dict[int, Params] = {}
     first_mse = None
     if method == "OL":
@@ -187,7 +260,9 @@ def evaluate_single(
             if step % t == 0 and step // t in cfg.eval_steps:
                 fitted[step // t] = {k: v.detach() for k, v in p.items()}
 
-        baselines.fit_offline(module, theta0, coords, targets, last, cfg.inner_lr, on_step=record)
+        baselines.fit_offline(
+            module, theta0, coords, targets, last, cfg.inner_lr, record, ray_batch(cfg)
+        )
     else:
         kind = {"Naive": "naive", "MOL": "naive", "EWC": "ewc", "ER": "replay"}[method]
         for s in sorted(cfg.eval_steps):
@@ -202,14 +277,18 @@ def evaluate_single(
                 cfg.ewc_lambda,
                 cfg.replay_points,
                 cfg.seed,
+                ray_batch(cfg),
             )
             if s == last:
                 first_mse = first.cpu()
     out = {
-        f"psnr_step{s}": mean_psnr(point_losses(module, p, all_x, all_y).mean(-1).detach().cpu())
+        f"psnr_step{s}": mean_psnr(
+            point_losses(module, p, score_x, score_y).mean(-1).detach().cpu()
+        )
         for s, p in sorted(fitted.items())
     }
-    out.update(final_scores(module_pred(module, fitted[last], all_x), values, index))
+    if score is None:
+        out.update(final_scores(module_pred(module, fitted[last], all_x), values, index))
     if first_mse is not None:
         x0, y0 = coords[0].expand(n, -1, -1), targets[:, 0]
         final_first = point_losses(module, fitted[last], x0, y0).mean(-1).detach().cpu()
@@ -236,6 +315,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     coords, index = layout(cfg)
     coords = coords.to(cfg.device)
     targets = split_targets(test_values, index).to(cfg.device)
+    coords, targets, score = split_views(cfg, coords, targets)
 
     mod_module, mod_init = meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF")
     single_module, mol_init = meta_train(
@@ -244,40 +324,56 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     save_init(workdir / "mcl_nf_init.safetensors", mod_init)
     save_init(workdir / "mol_init.safetensors", mol_init)
     _, random_init = new_field(cfg, cfg.single_hidden, cfg.seed + 1)
-
-    metrics: dict[str, float] = {}
-    results = {
-        "MCL-NF": evaluate_modular(
-            cfg, mod_module, mod_init, coords, targets, test_values, index, None
-        ),
-        "MCL-NF+FIM": evaluate_modular(
-            cfg,
-            mod_module,
-            mod_init,
-            coords,
-            targets,
-            test_values,
-            index,
-            (cfg.fim_lambda, cfg.sigma),
-        ),
-        "MOL": evaluate_single(
-            cfg, "MOL", single_module, mol_init, coords, targets, test_values, index
-        ),
-    }
-    for method in ("OL", *CONTINUAL):
-        results[method] = evaluate_single(
-            cfg, method, single_module, random_init, coords, targets, test_values, index
-        )
-    # what meta-learning buys at step 1: the same modules started from their random init instead
     _, modules_random = new_field(cfg, cfg.hidden, cfg.seed)
-    step1 = dataclasses.replace(cfg, eval_steps=(1,))
-    results["MCL-NF"]["psnr_step1_random_init"] = evaluate_modular(
-        step1, mod_module, modules_random, coords, targets, test_values, index, None
-    )["psnr_step1"]
-    for method in METHODS:
-        metrics.update({f"{method}/{k}": float(v) for k, v in results[method].items()})
+    inits = (mod_module, mod_init, modules_random, single_module, mol_init, random_init)
+
+    size = chunk_size(cfg, index)
+    parts = []
+    for start in range(0, cfg.n_test, size):
+        part = slice(start, start + size)
+        args = (coords, targets[part], test_values[part], index)
+        part_score = None if score is None else (score[0], score[1][part])
+        parts.append((len(args[1]), evaluate_methods(cfg, inits, args, part_score)))
+    metrics = combine(parts)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
+
+
+def chunk_size(cfg: Config, index: torch.Tensor) -> int:
+    """Held-out signals fitted at once: all, or as many as keep their points under test_points
+    (a NeRF signal's points are its rays' samples)."""
+    if not cfg.test_points:
+        return cfg.n_test
+    per_signal = index.numel() * (cfg.nerf_samples if cfg.signal == "nerf" else 1)
+    return max(1, cfg.test_points // per_signal)
+
+
+def evaluate_methods(cfg: Config, inits: tuple, args: tuple, score) -> dict[str, float]:
+    """Every method on one batch of held-out signals; flat metrics 'METHOD/metric'."""
+    mod_module, mod_init, modules_random, single_module, mol_init, random_init = inits
+    fim = (cfg.fim_lambda, cfg.sigma)
+    results = {
+        "MCL-NF": evaluate_modular(cfg, mod_module, mod_init, *args, None, score),
+        "MCL-NF+FIM": evaluate_modular(cfg, mod_module, mod_init, *args, fim, score),
+        "MOL": evaluate_single(cfg, "MOL", single_module, mol_init, *args, score),
+    }
+    for method in ("OL", *CONTINUAL):
+        results[method] = evaluate_single(cfg, method, single_module, random_init, *args, score)
+    # what meta-learning buys at step 1: the same modules started from their random init instead
+    step1 = dataclasses.replace(cfg, eval_steps=(1,))
+    results["MCL-NF"]["psnr_step1_random_init"] = evaluate_modular(
+        step1, mod_module, modules_random, *args, None, score
+    )["psnr_step1"]
+    return {f"{m}/{k}": float(v) for m in METHODS for k, v in results[m].items()}
+
+
+def combine(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
+    """Metrics of all held-out signals from those of chunks of n signals: every metric is a mean
+    over signals (or a difference of such means), so the chunks' means weighted by n."""
+    if len(parts) == 1:
+        return parts[0][1]
+    total = sum(n for n, _ in parts)
+    return {k: sum(n * m[k] for n, m in parts) / total for k in parts[0][1]}
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:
