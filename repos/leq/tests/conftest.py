@@ -7,10 +7,13 @@ Every test uses the same shrunk sizes so that each jitted update compiles once p
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import re
 import shlex
+import shutil
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -18,6 +21,13 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 )
+
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    # One XLA compilation cache for the session, shared with the benchmark's worker processes,
+    # so that the workers load what this process compiled (the keys include the XLA flags).
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="leq-tests-xla-")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    atexit.register(shutil.rmtree, os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 import pytest
 
@@ -48,6 +58,7 @@ SHRINK = {
     "dense_env": "",
     "seeds": (0,),
     "quiet": True,
+    "workers": 1,
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
-from leq.bench import compare
+from leq.bench import compare, run_bench, schedule
 
 
 def test_bench_writes_schema_claims_and_figures(readme_run):
@@ -38,3 +40,34 @@ def test_claim_with_no_signal_does_not_hold():
     assert compare({"LEQ": 0.0, "MB-onestep": 0.0}, False)[0] is False
     assert compare({"LEQ": 40.0, "IQL": 0.0}, True) == (True, "")
     assert compare({"LEQ": 0.0, "IQL": 40.0}, False) == (False, "")
+
+
+def test_two_worker_processes_give_the_serial_numbers(tiny, tmp_path):
+    """The runs spread over 2 spawned workers give exactly the numbers of one process."""
+    docs, runs = {}, {}
+    for workers in (1, 2):
+        cfg = dataclasses.replace(
+            tiny,
+            workers=workers,
+            seeds=(0, 1),
+            out=str(tmp_path / f"runs{workers}"),
+            results_dir=str(tmp_path / f"results{workers}"),
+        )
+        docs[workers] = run_bench(cfg)
+        runs[workers] = {
+            p.relative_to(cfg.out): json.loads(p.read_text())
+            for p in sorted(Path(cfg.out).rglob("metrics.json"))
+        }
+    assert docs[1]["metrics"] == docs[2]["metrics"]
+    assert [c["holds"] for c in docs[1]["claims"]] == [c["holds"] for c in docs[2]["claims"]]
+    assert len(runs[1]) == 6 and runs[1] == runs[2]  # every run's metrics, losses included
+
+
+def test_schedule_runs_every_method_and_seed_once(tiny):
+    cfg = dataclasses.replace(tiny, seeds=(0, 1, 2), dense_env="pendulum")
+    jobs = schedule(cfg)
+    assert jobs[0][0] == "perf"
+    runs = [job[1:] for job in jobs[1:]]
+    expected = [(cfg.env, m, s) for m in cfg.methods for s in cfg.seeds]
+    expected += [("pendulum", m, s) for m in cfg.dense_methods for s in cfg.seeds]
+    assert sorted(runs) == sorted(expected)

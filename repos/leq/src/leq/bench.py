@@ -4,13 +4,17 @@ update-speed figures, results JSON and figures."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import sys
+import tempfile
 import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+from tqdm import tqdm
 
-from . import agents, baselines
+from . import agents, baselines, workers
 from .config import Config, validate
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
 from .train import (
@@ -41,14 +45,68 @@ def compare(values: dict[str, float], passes: bool) -> tuple[bool, str]:
     return bool(passes), ""
 
 
-def run_methods(cfg: Config, env: str, methods, metric: str) -> dict[str, list[float]]:
-    values: dict[str, list[float]] = {m: [] for m in methods}
-    for seed in cfg.seeds:
-        for name in methods:
-            run_cfg = dataclasses.replace(cfg, seed=seed, env=env)
-            workdir = Path(cfg.out) / env / name / f"seed{seed}"
-            values[name].append(train_and_evaluate(run_cfg, workdir, which=name)[metric])
-    return values
+# Relative cost of one training run (a LEQ-style run = 1), for the order of the schedule.
+RUN_COST = {"IQL": 0.1, "MB-onestep": 0.8}
+PERF = ("perf", "", "", -1)  # the speed measurement, run as one job of the schedule
+
+
+def compile_group(env: str, method: str) -> tuple:
+    """Runs in one group share their compiled update function (LEQ and LEQ-tau0.5 differ only
+    in the traced tau)."""
+    return (env, "IQL") if method == "IQL" else (env, *baselines.VARIANTS[method][2:])
+
+
+def schedule(cfg: Config) -> list[tuple[str, str, str, int]]:
+    """Jobs (kind, env, method, seed) in the order the workers take them.
+
+    First the speed measurement (it compiles the maze LEQ and IQL updates), then one run of
+    every other compile group, so that the workers start on different functions and load the
+    rest from the shared compilation cache; then the remaining runs, longest first, so that no
+    worker idles at the end. The order does not change any number (each run is deterministic).
+    """
+    runs = list(dict.fromkeys((env, m, s) for env, ms in tasks(cfg) for m in ms for s in cfg.seeds))
+    cost = lambda r: -RUN_COST.get(r[1], 1.0)
+    done = {compile_group(cfg.env, "LEQ"), compile_group(cfg.env, "IQL")}
+    first = []
+    for r in runs:
+        if compile_group(r[0], r[1]) not in done:
+            done.add(compile_group(r[0], r[1]))
+            first.append(r)
+    rest = sorted((r for r in runs if r not in first), key=cost)
+    return [PERF] + [("train", *r) for r in sorted(first, key=cost) + rest]
+
+
+def tasks(cfg: Config) -> list[tuple[str, tuple[str, ...]]]:
+    out = [(cfg.env, tuple(cfg.methods))]
+    return out + [(cfg.dense_env, tuple(cfg.dense_methods))] if cfg.dense_env else out
+
+
+def run_job(cfg: Config, job: tuple[str, str, str, int]):
+    """One job of the schedule: the speed figures, or train_and_evaluate of one run."""
+    kind, env, method, seed = job
+    if kind == "perf":
+        return performance(cfg)
+    run_cfg = dataclasses.replace(cfg, seed=seed, env=env, quiet=cfg.quiet or cfg.workers > 1)
+    return train_and_evaluate(run_cfg, Path(cfg.out) / env / method / f"seed{seed}", which=method)
+
+
+def run_schedule(cfg: Config) -> tuple[list[dict], dict[tuple[str, str, int], dict]]:
+    """Every job of `schedule(cfg)` on cfg.workers processes; returns (perf, metrics per run)."""
+    jobs = schedule(cfg)
+    bar = tqdm(total=len(jobs), desc="bench", disable=cfg.quiet or not sys.stderr.isatty())
+
+    def done(job, result):
+        bar.update(1)
+        if job[0] == "train":
+            bar.set_postfix_str(f"{job[1]} {job[2]} seed {job[3]} done")
+
+    with bar, tempfile.TemporaryDirectory(prefix="leq-bench-") as scratch:
+        out = workers.run_all(functools.partial(run_job, cfg), jobs, cfg.workers, scratch, done)
+    return out[0], {job[1:]: res for job, res in zip(jobs[1:], out[1:])}
+
+
+def values_of(cfg: Config, runs: dict, env: str, methods, metric: str) -> dict[str, list[float]]:
+    return {m: [runs[(env, m, s)][metric] for s in cfg.seeds] for m in methods}
 
 
 def _timed(fn, *args) -> float:
@@ -60,10 +118,11 @@ def _timed(fn, *args) -> float:
 def performance(cfg: Config) -> list[dict]:
     """Compile time and gradient updates per second after compilation (LEQ and IQL, maze).
 
-    Runs before any training, so the first call of a `perf_steps`-update chunk includes its
-    compilation: compile_s = first call - second call. The arguments have the training shapes
-    (padded dataset, full expansion buffer), so with perf_steps == rollout_every the training
-    runs reuse this compilation instead of paying for another one.
+    The first job of the schedule: its worker has compiled nothing yet, so the first call of a
+    `perf_steps`-update chunk includes its compilation: compile_s = first call - second call.
+    With 2 workers the other worker is training meanwhile (one core each). The arguments have
+    the training shapes (padded dataset, full expansion buffer), so with perf_steps ==
+    rollout_every the training runs reuse this compilation instead of paying for another one.
     """
     run_cfg = dataclasses.replace(cfg, seed=cfg.seeds[0])
     ds = load_data(run_cfg)
@@ -82,12 +141,15 @@ def performance(cfg: Config) -> list[dict]:
     ist = baselines.iql_init(ihp, actor_p, critic_p, value_p)
     fn = baselines.iql_chunk(ihp, n)
     timings.append(("IQL", _timed(fn, ist, d, key), _timed(fn, ist, d, key)))
+    threads = 1 if cfg.workers > 1 else cfg.threads
+    beside = f" in this worker, beside {cfg.workers - 1} other training worker(s)"
+    beside = beside if cfg.workers > 1 else ""
     return [
         {
             "id": f"{name.lower()}-updates-per-s",
             "what": f"{name} gradient updates per second after compilation ({cfg.env}, batch "
-            f"{cfg.batch}, H {cfg.horizon}, {n} updates in one jitted lax.scan, 1 CPU thread); "
-            "compile_s = first call - second call, measured before any training",
+            f"{cfg.batch}, H {cfg.horizon}, {n} updates in one jitted lax.scan, {threads} CPU thread); "
+            f"compile_s = first call - second call, measured before any training{beside}",
             "ours_updates_per_s": round(n / again, 1),
             "compile_s": round(max(first - again, 0.0), 2),
             "ours_s": round(again / n, 5),
@@ -127,11 +189,11 @@ def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
-    perf = performance(cfg)  # first: its compile time is real, and training reuses the compile
-    maze_vals = run_methods(cfg, cfg.env, cfg.methods, "success_rate")
+    perf, runs = run_schedule(cfg)
+    maze_vals = values_of(cfg, runs, cfg.env, cfg.methods, "success_rate")
     dense_vals = {}
     if cfg.dense_env:
-        dense_vals = run_methods(cfg, cfg.dense_env, cfg.dense_methods, "normalized_return")
+        dense_vals = values_of(cfg, runs, cfg.dense_env, cfg.dense_methods, "normalized_return")
     metrics: dict[str, dict] = {}
     for name, v in maze_vals.items():
         metrics.setdefault(name, {})[f"{cfg.env}_success_rate"] = summarize(v)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
+import pickle
 import sys
 from pathlib import Path
 
@@ -22,11 +24,30 @@ from .networks import Actor, Critic, Value, with_stats
 from .results import atomic_write_bytes, atomic_write_json
 
 _CACHE: dict = {}  # datasets and world models shared by the methods of one seed
+_SHARED: list[Path] = []  # folder shared with the other benchmark workers (`share_folder`)
+
+
+def share_folder(folder: str | Path) -> None:
+    """Share datasets and world models with other processes through `folder` (benchmark
+    workers): the first process to need one computes and writes it, the others read it."""
+    _SHARED[:] = [Path(folder)]
 
 
 def _cached(key, make):
-    if key not in _CACHE:
+    """make() once per key in this process, and once per key across processes that share a
+    folder. The values are deterministic in the key, so two workers that race both compute the
+    same value and either file is the right one."""
+    if key in _CACHE:
+        return _CACHE[key]
+    path = None
+    if _SHARED:
+        path = _SHARED[0] / f"{hashlib.sha1(repr(key).encode()).hexdigest()}.pkl"
+    if path is not None and path.exists():
+        _CACHE[key] = pickle.loads(path.read_bytes())
+    else:
         _CACHE[key] = make()
+        if path is not None:
+            atomic_write_bytes(path, pickle.dumps(_CACHE[key]))
     return _CACHE[key]
 
 

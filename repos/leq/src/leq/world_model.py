@@ -110,18 +110,20 @@ def fit(
 def sample_step(widths, wm: WorldModel, obs, act, key, terminal_fn):
     """s' = s + ds with (ds, r) ~ N(mean, var) of one random elite; returns (s', r, terminal).
 
-    Works on one sample (the imagination vmaps it). Every member is evaluated and the picked
-    one's output kept, as the official code does: under the batch vmap this is one dense matmul
-    per layer, whereas gathering one member's weights per sample moves a weight matrix per sample
-    and ran about 4x slower per LEQ update on one CPU thread.
+    Works on one sample (the imagination vmaps it). Every elite member is evaluated and the
+    picked one's output kept, as the official code does with all members: under the batch vmap
+    this is one dense matmul per layer, whereas gathering one member's weights per sample moves a
+    weight matrix per sample and ran about 4x slower per LEQ update on one CPU thread. Non-elite
+    members are never picked, so they are not evaluated (the same numbers, fewer FLOPs).
     """
     k1, k2 = jax.random.split(key)
-    pick = wm.elites[jax.random.randint(k2, (), 0, wm.elites.shape[0])]
+    pick = jax.random.randint(k2, (), 0, wm.elites.shape[0])  # index into the elites
     inner = wm.params["params"]
+    elites = jax.tree_util.tree_map(lambda w: w[wm.elites], inner["members"])
     x = (jnp.concatenate([obs, act], axis=-1) - wm.in_mean) / wm.in_std
     out_dim = wm.out_mean.shape[-1]
     net = MLP(tuple(widths), 2 * out_dim)
-    every = jax.vmap(lambda member: net.apply({"params": member}, x))(inner["members"])
+    every = jax.vmap(lambda member: net.apply({"params": member}, x))(elites)
     mean, logvar = jnp.split(every[pick], 2, -1)
     logvar = inner["max_logvar"] - jax.nn.softplus(inner["max_logvar"] - logvar)
     logvar = inner["min_logvar"] + jax.nn.softplus(logvar - inner["min_logvar"])
