@@ -148,7 +148,7 @@ def sublinear_width(cfg: Config, seed: int, bar) -> dict[str, float]:
 
 def sublinear_relu(cfg: Config, seed: int, bar) -> dict[str, float]:
     """E3 for ReLU nets, the paper's sublinear setting (linear teacher, P / N0 = 5): BPKR with the
-    arc-cosine kernel against NUTS. Reported only: we have no sublinear estimator for ReLU nets."""
+    arc-cosine kernel against NUTS (claim sublinear-relu-bpkr-deviates; no sublinear estimator for ReLU)."""
     x, y, x_test = data.linear_teacher(
         cfg.sub_relu_p,
         cfg.sub_relu_n0,

@@ -37,17 +37,28 @@ def wachter(
 ) -> torch.Tensor:
     """min_x' BCE(h(x'), 1) + lam ||x' - x||_1 by Adam, relaxing lam until h(x') > 0.5
     (Wachter et al. 2017's lambda search). Mutable features only, kept in [0, 1]."""
+    mutable = (~immutable).float()
+    return _lambda_search(
+        x, h, immutable, categorical, steps, lr, lams,
+        start=torch.zeros_like,
+        decode=lambda delta, x0: (x0 + delta * mutable).clamp(0, 1),
+    )  # fmt: skip
+
+
+def _lambda_search(x, h, immutable, categorical, steps, lr, lams, start, decode) -> torch.Tensor:
+    """The search Wachter and REVISE share: for each lam in turn, over the rows h has not yet
+    flipped, minimise BCE(h(c), 1) + lam ||c - x||_1 by Adam over a variable v (initialised by
+    start(x)) with candidate c = decode(v, x); rows whose projected candidate h flips are done."""
     best = x.clone()
     todo = torch.ones(len(x), dtype=torch.bool)
-    mutable = (~immutable).float()
     for lam in lams:
         if not todo.any():
             break
         x0 = x[todo]
-        delta = torch.zeros_like(x0, requires_grad=True)
-        opt = torch.optim.Adam([delta], lr=lr)
+        v = start(x0).detach().clone().requires_grad_(True)
+        opt = torch.optim.Adam([v], lr=lr)
         for _ in range(steps):
-            cand = (x0 + delta * mutable).clamp(0, 1)
+            cand = decode(v, x0)
             p = h(cand)
             loss = nn.functional.binary_cross_entropy(p, torch.ones_like(p), reduction="sum")
             loss = loss + lam * (cand - x0).abs().sum()
@@ -55,7 +66,7 @@ def wachter(
             loss.backward()
             opt.step()
         with torch.no_grad():
-            cand = project((x0 + delta * mutable).clamp(0, 1), x0, immutable, categorical)
+            cand = project(decode(v, x0), x0, immutable, categorical)
             best[todo] = cand
             done = torch.zeros_like(todo)
             done[todo] = h(cand) > 0.5
@@ -173,30 +184,11 @@ def revise(
     """REVISE (Joshi et al. 2019): start from z = E(x), minimise BCE(h(G(z)), 1) + lam
     ||G(z) - x||_1 over z by Adam, relaxing lam until h flips; immutables copied back and
     categoricals rounded before h judges the result."""
-    best = x.clone()
-    todo = torch.ones(len(x), dtype=torch.bool)
-    for lam in lams:
-        if not todo.any():
-            break
-        x0 = x[todo]
-        z = vae.encode(x0)[0].clone().requires_grad_(True)
-        opt = torch.optim.Adam([z], lr=lr)
-        for _ in range(steps):
-            cand = vae.decoder(z)
-            cand = torch.where(immutable, x0, cand)  # h never sees a changed immutable
-            p = h(cand)
-            loss = nn.functional.binary_cross_entropy(p, torch.ones_like(p), reduction="sum")
-            loss = loss + lam * (cand - x0).abs().sum()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        with torch.no_grad():
-            cand = project(vae.decoder(z), x0, immutable, categorical)
-            best[todo] = cand
-            done = torch.zeros_like(todo)
-            done[todo] = h(cand) > 0.5
-            todo &= ~done
-    return best
+    return _lambda_search(
+        x, h, immutable, categorical, steps, lr, lams,
+        start=lambda x0: vae.encode(x0)[0],
+        decode=lambda z, x0: torch.where(immutable, x0, vae.decoder(z)),  # h never sees a changed immutable
+    )  # fmt: skip
 
 
 class _ProbaWrapper:
