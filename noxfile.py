@@ -3,20 +3,30 @@
     ./run -l                       list the sessions
     ./run -s test                  every test suite (tools/ and each built paper)
     ./run -s reproduce             every quick benchmark, then the report
+    ./run -s reproduce-paper       every paper-preset benchmark (results/paper.json), then the report
     ./run -s test-<slug>           one paper's tests (extra pytest flags after --)
     ./run -s bench-<slug>          one paper's quick benchmark -> repos/<slug>/results/quick.json
+                                   (-- --preset paper: the paper preset -> results/paper.json)
+    ./run -s verify-<slug>         re-run the quick bench into a temporary folder, diff its metrics
+                                   with the committed results/quick.json (-- paper: paper.json)
+    ./run -s gpu-smoke             each paper's full preset at tiny size on --device cuda
+                                   (skips with a message where no CUDA device exists)
     ./run -s report | lint | check
 
 A paper's sessions exist once repos/<slug>/pyproject.toml does. Environments are made by uv with
-its shared cache (seconds and megabytes each). Where pip's configuration points at a folder that
-holds the CPU build of the pinned torch (as on the project's CPU machines), uv gets that folder and a
-constraint to the CPU build; elsewhere uv resolves torch normally (the CUDA build on a GPU machine).
+its shared cache (seconds and megabytes each) when uv is installed (./run installs it), else by
+virtualenv and pip (a plain `pip install nox` works too). Where pip's configuration points at a
+folder that holds the CPU build of the pinned torch (as on the project's CPU machines), installs get
+that folder and a constraint to the CPU build; elsewhere torch resolves normally (the CUDA build on
+a GPU machine).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -31,7 +41,8 @@ BUILT = {slug: p for slug, p in PAPERS.items() if (ROOT / p["path"] / "pyproject
 TORCH = "2.13.0"
 PYTHON = "3.11"
 
-nox.options.default_venv_backend = "uv"
+# uv when it is installed (./run installs it), else virtualenv + pip: a plain `pip install nox` works.
+nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["check", "test"]
 nox.options.reuse_venv = "yes"
 
@@ -85,6 +96,27 @@ def paper_env(session: nox.Session) -> dict[str, str]:
     return {"HF_HUB_OFFLINE": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"}
 
 
+CUDA_PROBE = """
+import importlib.util
+found = False
+if importlib.util.find_spec("torch"):
+    import torch
+    found = torch.cuda.is_available()
+if not found and importlib.util.find_spec("jax"):
+    import jax
+    try:
+        found = bool(jax.devices("gpu"))
+    except RuntimeError:
+        found = False
+print("cuda" if found else "none")
+"""
+
+
+def has_extra(path: str, extra: str) -> bool:
+    project = tomllib.loads((Path(path) / "pyproject.toml").read_text()).get("project", {})
+    return extra in project.get("optional-dependencies", {})
+
+
 def make_paper_sessions(slug: str, entry: dict) -> None:
     path = str(ROOT / entry["path"])
     no_deps = list(entry.get("no_deps", []))
@@ -100,12 +132,82 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         args = session.posargs or ["--preset", "quick"]
         session.run(entry["cli"], "bench", *args, env=paper_env(session))
 
+    def verify_paper(session: nox.Session) -> None:
+        preset = session.posargs[0] if session.posargs else "quick"
+        committed = Path(path) / "results" / f"{preset}.json"
+        if not committed.exists():
+            session.error(f"{committed} does not exist: nothing to verify")
+        install_project(session, path, None, no_deps)
+        out = Path(session.create_tmp()) / f"verify-{preset}"
+        shutil.rmtree(out, ignore_errors=True)
+        session.chdir(path)
+        session.run(
+            entry["cli"],
+            "bench",
+            "--preset",
+            preset,
+            "--results-dir",
+            str(out),
+            env=paper_env(session),
+        )
+        session.run(
+            sys.executable,
+            str(ROOT / "tools" / "verify.py"),
+            str(committed),
+            str(out / f"{preset}.json"),
+            external=True,
+        )
+
+    def gpu_smoke_paper(session: nox.Session) -> None:
+        command = entry.get("gpu_smoke")
+        if not command:
+            session.skip(f"{slug}: meta.toml has no gpu_smoke command for this paper")
+        device = "cuda"
+        if "--device" in session.posargs:
+            device = session.posargs[session.posargs.index("--device") + 1]
+        install_project(session, path, "gpu" if has_extra(path, "gpu") else None, no_deps)
+        if device.startswith("cuda"):
+            probe = session.run("python", "-c", CUDA_PROBE, silent=True) or ""
+            if probe.strip().splitlines()[-1:] != ["cuda"]:
+                session.skip(
+                    f"{slug}: no CUDA device visible (torch.cuda.is_available() is False and JAX "
+                    "has no GPU backend): gpu-smoke needs one; `-- --device cpu` checks the command"
+                )
+        out = Path(session.create_tmp()) / "gpu-smoke"
+        shutil.rmtree(out, ignore_errors=True)
+        session.chdir(path)
+        session.run(
+            entry["cli"],
+            *command,
+            "--device",
+            device,
+            "--results-dir",
+            str(out),
+            env=paper_env(session),
+        )
+        written = sorted(out.glob("*.json"))
+        if len(written) != 1:
+            session.error(f"{slug}: gpu-smoke wrote {len(written)} results files in {out}")
+        if device.startswith("cuda"):
+            data = json.loads(written[0].read_text())
+            target = Path(path) / "results" / "gpu-smoke.json"
+            target.write_text(json.dumps(data, indent=2) + "\n")
+            session.log(f"{slug}: wrote {target}")
+        else:
+            session.log(f"{slug}: command ran on {device}; {written[0]} (not copied to results/)")
+
     test_paper.__doc__ = f"{entry['method']}: pytest in {entry['path']} (own venv)."
     bench_paper.__doc__ = (
         f"{entry['method']}: `{entry['cli']} bench --preset quick` -> results/quick.json."
     )
+    verify_paper.__doc__ = (
+        f"{entry['method']}: re-run the quick bench, diff with results/quick.json (-- paper)."
+    )
+    gpu_smoke_paper.__doc__ = f"{entry['method']}: full preset at tiny size on CUDA."
     nox.session(name=f"test-{slug}", python=PYTHON)(test_paper)
     nox.session(name=f"bench-{slug}", python=PYTHON)(bench_paper)
+    nox.session(name=f"verify-{slug}", python=PYTHON)(verify_paper)
+    nox.session(name=f"gpu-smoke-{slug}", python=PYTHON)(gpu_smoke_paper)
 
 
 for _slug, _entry in BUILT.items():
@@ -114,8 +216,8 @@ for _slug, _entry in BUILT.items():
 
 @nox.session(name="test-tools", python=PYTHON)
 def test_tools(session: nox.Session) -> None:
-    """The meta-repo's own tools: report, check, new, change mapping."""
-    session.install("pytest==9.2.0")
+    """The meta-repo's own tools: report, check, verify, new, change mapping, the noxfile."""
+    session.install("pytest==9.2.0", "nox==2026.10.20", "uv==0.13.9")
     session.run("pytest", "-q", "tools/tests", *session.posargs)
 
 
@@ -128,10 +230,32 @@ def test(session: nox.Session) -> None:
 
 @nox.session(python=False)
 def reproduce(session: nox.Session) -> None:
-    """Queue every built paper's quick benchmark, then the report."""
+    """Queue every built paper's quick benchmark (bench flags after --), then the report."""
     for slug in BUILT:
-        session.notify(f"bench-{slug}")
+        session.notify(f"bench-{slug}", session.posargs)
     session.notify("report")
+
+
+@nox.session(name="reproduce-paper", python=False)
+def reproduce_paper(session: nox.Session) -> None:
+    """Queue every built paper's paper-preset benchmark (-> results/paper.json), then the report."""
+    for slug in BUILT:
+        session.notify(f"bench-{slug}", ["--preset", "paper", *session.posargs])
+    session.notify("report")
+
+
+@nox.session(name="gpu-smoke", python=False)
+def gpu_smoke(session: nox.Session) -> None:
+    """Queue every built paper's gpu-smoke session (each skips without a CUDA device)."""
+    for slug in BUILT:
+        session.notify(f"gpu-smoke-{slug}", session.posargs)
+
+
+@nox.session(name="env-smoke", python=PYTHON)
+def env_smoke(session: nox.Session) -> None:
+    """Make an environment with the active backend and install into it (tests the fallback)."""
+    session.install("iniconfig==2.3.0")
+    session.run("python", "-c", "import iniconfig, sys; print(sys.prefix)")
 
 
 @nox.session(python=False)

@@ -5,6 +5,8 @@
 
 One line per problem, then a summary. Papers registered but not built yet are listed as such;
 they fail the check only with --strict. Exit 1 when a built paper (or meta.toml) falls short.
+Results: quick.json is required; paper.json and gpu-smoke.json are validated when present; each
+must be fresh (its git_commit an ancestor of HEAD, and no later commit changed the project's src/).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import tomllib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from schema import load_results
+from freshness import freshness_problems
+from schema import RESULT_FILES, load_results
 
 META_KEYS = (
     "title",
@@ -53,6 +56,15 @@ def check_meta(meta: dict, root: Path) -> list[str]:
             problems.append(
                 f"{slug}: meta.toml 'no_deps' must be a list of exact pins 'name==version'"
             )
+        smoke = entry.get("gpu_smoke", [])
+        if not isinstance(smoke, list) or not all(isinstance(arg, str) for arg in smoke):
+            problems.append(
+                f"{slug}: meta.toml 'gpu_smoke' must be a list of CLI arguments (strings)"
+            )
+        elif any(arg in ("--device", "--results-dir") for arg in smoke):
+            problems.append(
+                f"{slug}: meta.toml 'gpu_smoke' must not set --device/--results-dir (the session does)"
+            )
         if entry.get("path") not in (None, f"repos/{slug}"):
             problems.append(f"{slug}: meta.toml path is {entry['path']!r}, expected 'repos/{slug}'")
     repos = root / "repos"
@@ -77,6 +89,25 @@ def readme_problems(slug: str, text: str) -> list[str]:
         problems.append(
             f"{slug}: README.md sections are out of order (expected {', '.join(README_SECTIONS)})"
         )
+    return problems
+
+
+def results_problems(root: Path, slug: str, entry: dict) -> list[str]:
+    """Schema and freshness of every results file the project has (quick.json required)."""
+    project = entry.get("path", f"repos/{slug}")
+    problems = []
+    if not (root / project / "results" / "quick.json").exists():
+        problems.append(f"{slug}: no results/quick.json (run: ./run -s bench-{slug})")
+    for name in RESULT_FILES:
+        path = root / project / "results" / name
+        if not path.exists():
+            continue
+        data, found = load_results(path, slug)
+        label = f"{project}/results/{name}"
+        problems += [f"{slug}: {p.replace(str(root) + '/', '')}" for p in found]
+        if data is not None:
+            commit = data.get("git_commit")
+            problems += [f"{slug}: {p}" for p in freshness_problems(root, project, label, commit)]
     return problems
 
 
@@ -113,11 +144,7 @@ def check_paper(root: Path, slug: str, entry: dict) -> list[str]:
         problems.append(
             f"{slug}: {n_tests} test functions in tests/ (expected at least {MIN_TESTS})"
         )
-    results = repo / "results" / "quick.json"
-    if not results.exists():
-        problems.append(f"{slug}: no results/quick.json (run: ./run -s bench-{slug})")
-    else:
-        problems += [f"{slug}: {p}" for p in load_results(results, slug)[1]]
+    problems += results_problems(root, slug, entry)
     if not list((repo / "results" / "figures").glob("*.png")):
         problems.append(f"{slug}: no figures in results/figures/")
     return problems

@@ -1,26 +1,104 @@
 """The results schema of CONVENTIONS.md section 6, as one validation function used by report and check.
 
 Standard library only: tools/ reads the papers' results files and never imports their code.
+
+Results files per project: results/quick.json (mode "quick"), results/paper.json (mode "paper",
+the smallest CPU scale where the paper's effect is expected) and results/gpu-smoke.json (the full
+preset at tiny size on a CUDA device, any mode). Performance rows carry their unit:
+
+    {"id", "what", "unit": "s", "higher_is_better": false, "ours_value": 1.2,
+     "peer": "OR-Tools", "peer_value": 0.4}
+
+The legacy form {"ours_s", "peer_s"} is read as unit "s", lower is better.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 TOP_KEYS = ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics", "claims")
 CLAIM_KEYS = ("id", "statement", "paper", "ours", "holds")
 PERF_KEYS = ("id", "what")
+# results file name -> the mode it must declare (None: any)
+RESULT_FILES = {"quick.json": "quick", "paper.json": "paper", "gpu-smoke.json": None}
+# metric-name tokens that mark a timing, excluded when a re-run is compared with a committed file
+TIMING_TOKENS = frozenset(
+    {"s", "sec", "secs", "seconds", "ms", "time", "times", "timing", "wall", "runtime", "latency"}
+)
 
 
-def validate_results(data: Any, slug: str | None = None) -> list[str]:
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def is_timing_key(name: str) -> bool:
+    """True for metric names such as 'wall_seconds', 'time_to_gap', 'ours_s', 'steps_per_s'."""
+    return any(t in TIMING_TOKENS for t in re.split(r"[^a-z0-9]+", name.lower()) if t)
+
+
+def perf_figures(row: dict[str, Any]) -> tuple[Any, Any, str, bool]:
+    """(ours, peer, unit, higher_is_better) of one performance row, legacy seconds form included."""
+    if any(k in row for k in ("ours_value", "peer_value", "unit")):
+        return (
+            row.get("ours_value"),
+            row.get("peer_value"),
+            str(row.get("unit", "")),
+            bool(row.get("higher_is_better", False)),
+        )
+    return row.get("ours_s"), row.get("peer_s"), "s", False
+
+
+def perf_problems(row: Any, i: int) -> list[str]:
+    if not isinstance(row, dict):
+        return [f"performance[{i}] is not an object"]
+    name = row.get("id", f"#{i}")
+    problems = [f"performance {name} lacks '{k}'" for k in PERF_KEYS if k not in row]
+    if ("ours_value" in row or "peer_value" in row) and not str(row.get("unit", "")).strip():
+        problems.append(f"performance {name}: 'ours_value' needs a 'unit' (e.g. \"s\", \"MB\")")
+    if "higher_is_better" in row and not isinstance(row["higher_is_better"], bool):
+        problems.append(f"performance {name}: 'higher_is_better' must be true or false")
+    ours, peer, _, _ = perf_figures(row)
+    if not is_number(ours):
+        problems.append(
+            f"performance {name}: no measured figure (give 'ours_value' with 'unit', or drop the row)"
+        )
+    if "peer" in row and not is_number(peer):
+        problems.append(
+            f"performance {name}: names peer {row['peer']!r} without a measured 'peer_value'"
+        )
+    return problems
+
+
+def tolerance_problems(tol: Any) -> list[str]:
+    if not isinstance(tol, dict):
+        return ["tolerance must be an object {rtol, atol, why}"]
+    problems = [
+        f"tolerance '{k}' must be a number >= 0"
+        for k in ("rtol", "atol")
+        if k in tol and not (is_number(tol[k]) and tol[k] >= 0)
+    ]
+    if not str(tol.get("why", "")).strip():
+        problems.append("tolerance needs a 'why' (the documented source of nondeterminism)")
+    if "exclude" in tol and not (
+        isinstance(tol["exclude"], list) and all(isinstance(x, str) for x in tol["exclude"])
+    ):
+        problems.append("tolerance 'exclude' must be a list of metric names")
+    return problems
+
+
+def validate_results(data: Any, slug: str | None = None, mode: str | None = None) -> list[str]:
     """Return one message per problem in a parsed results document (empty list: valid)."""
     if not isinstance(data, dict):
         return [f"top level is {type(data).__name__}, expected an object"]
     problems = [f"missing key '{k}'" for k in TOP_KEYS if k not in data]
     if slug is not None and "paper" in data and data["paper"] != slug:
         problems.append(f"paper is {data['paper']!r}, expected {slug!r}")
+    if mode is not None and "mode" in data and data["mode"] != mode:
+        problems.append(f"mode is {data['mode']!r}, expected {mode!r}")
     metrics = data.get("metrics", {})
     if not isinstance(metrics, dict) or len(metrics) < 2:
         problems.append("metrics must compare the method with at least one baseline (>= 2 entries)")
@@ -49,20 +127,33 @@ def validate_results(data: Any, slug: str | None = None) -> list[str]:
         problems.append("performance must be a list")
         perf = []
     for i, p in enumerate(perf):
-        if not isinstance(p, dict):
-            problems.append(f"performance[{i}] is not an object")
-            continue
-        problems += [
-            f"performance {p.get('id', f'#{i}')} lacks '{k}'" for k in PERF_KEYS if k not in p
-        ]
+        problems += perf_problems(p, i)
+    if "tolerance" in data:
+        problems += tolerance_problems(data["tolerance"])
     return problems
 
 
-def load_results(path: Path, slug: str | None = None) -> tuple[dict[str, Any] | None, list[str]]:
-    """Read and validate one results file; problems are prefixed with the file's path."""
+def load_results(
+    path: Path, slug: str | None = None, mode: str | None = None
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """Read and validate one results file; problems are prefixed with the file's path.
+
+    `mode` defaults to what the file name implies (quick.json -> "quick", paper.json -> "paper").
+    The document comes back unless a problem is outside its performance rows; a malformed
+    performance row is reported and dropped (the claims still stand).
+    """
+    if mode is None:
+        mode = RESULT_FILES.get(path.name)
     try:
         data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
         return None, [f"{path}: unreadable results file ({exc})"]
-    problems = [f"{path}: {p}" for p in validate_results(data, slug)]
-    return (data if not problems else None), problems
+    found = validate_results(data, slug, mode)
+    problems = [f"{path}: {p}" for p in found]
+    if any(not p.startswith("performance") for p in found):
+        return None, problems
+    if found:
+        data["performance"] = [
+            row for i, row in enumerate(data["performance"]) if not perf_problems(row, i)
+        ]
+    return data, problems

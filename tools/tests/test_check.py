@@ -78,3 +78,14 @@ def test_no_deps_must_be_exact_pins(tree, capsys):
     )
     assert main(["--root", str(tree), "--paper", "good"]) == 1
     assert "'no_deps' must be a list of exact pins" in capsys.readouterr().out
+
+
+def test_gpu_smoke_must_be_cli_arguments(tree, capsys):
+    meta = (tree / "meta.toml").read_text()
+    smoke = 'claim = "it works"\ngpu_smoke = ["bench", "--preset", "full", "--seeds", "0"]\n'
+    (tree / "meta.toml").write_text(meta.replace('claim = "it works"\n', smoke, 1))
+    assert main(["--root", str(tree), "--paper", "good"]) == 0
+    bad = 'claim = "it works"\ngpu_smoke = ["bench", "--device", "cuda"]\n'
+    (tree / "meta.toml").write_text(meta.replace('claim = "it works"\n', bad, 1))
+    assert main(["--root", str(tree), "--paper", "good"]) == 1
+    assert "must not set --device" in capsys.readouterr().out

@@ -6,6 +6,7 @@ import tomllib
 
 import pytest
 from changed_papers import built_papers, touched
+from conftest import TOOLS
 from new import create
 
 
@@ -36,3 +37,10 @@ def test_changed_papers_mapping(tree):
     assert touched(["README.md", "repos/goodness/x"], papers) == []
     assert touched(["tools/report.py"], papers) == ["good", "later"]
     assert touched(["meta.toml"], papers) == ["good", "later"]
+
+
+def test_workflow_has_a_gpu_job_running_smoke_and_paper_presets():
+    text = (TOOLS.parent / "ci" / "github-workflow.yml").read_text()
+    gpu = text.split("\n  gpu:\n", 1)[1]
+    assert "self-hosted" in gpu and "gpu]" in gpu
+    assert "./run -s gpu-smoke" in gpu and "./run -s reproduce-paper" in gpu

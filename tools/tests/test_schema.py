@@ -6,7 +6,7 @@ import json
 
 import pytest
 from conftest import good_results
-from schema import load_results, validate_results
+from schema import is_timing_key, load_results, perf_figures, validate_results
 
 
 def test_good_results_are_valid():
@@ -45,3 +45,90 @@ def test_non_object_top_level(tmp_path):
     path = tmp_path / "quick.json"
     path.write_text(json.dumps([1, 2]))
     assert "expected an object" in load_results(path)[1][0]
+
+
+def unit_row(**extra) -> dict:
+    row = {"id": "rate", "what": "updates", "unit": "updates/s", "higher_is_better": True}
+    row.update(extra)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (unit_row(), "no measured figure"),
+        (unit_row(ours_value=3.0, peer="lib"), "names peer 'lib' without a measured 'peer_value'"),
+        ({"id": "x", "what": "w", "ours_value": 1.0}, "needs a 'unit'"),
+        (unit_row(ours_value=1.0, higher_is_better="yes"), "'higher_is_better' must be true"),
+        ({"id": "x", "what": "w", "peer": "lib", "peer_s": 1.0}, "no measured figure"),
+        (unit_row(ours_value=float("nan")), "no measured figure"),
+    ],
+)
+def test_performance_rows_need_measured_figures_and_units(row, message):
+    data = good_results("p")
+    data["performance"] = [row]
+    problems = validate_results(data, "p")
+    assert any(message in p for p in problems), problems
+
+
+def test_performance_units_and_legacy_seconds_are_read():
+    assert perf_figures(unit_row(ours_value=68.9, peer="IQL", peer_value=610.0)) == (
+        68.9,
+        610.0,
+        "updates/s",
+        True,
+    )
+    assert perf_figures({"id": "t", "what": "w", "ours_s": 2.0, "peer_s": 1.0}) == (
+        2.0,
+        1.0,
+        "s",
+        False,
+    )
+    data = good_results("p")
+    data["performance"].append(unit_row(ours_value=68.9))
+    assert validate_results(data, "p") == []
+
+
+def test_mode_follows_the_file_name(tmp_path):
+    path = tmp_path / "paper.json"
+    path.write_text(json.dumps(good_results("p")))  # its mode is "quick"
+    data, problems = load_results(path, "p")
+    assert data is None and "mode is 'quick', expected 'paper'" in problems[0]
+
+
+def test_malformed_performance_row_is_dropped_not_the_file(tmp_path):
+    doc = good_results("p")
+    doc["performance"].append({"id": "dash", "what": "w", "peer": "lib"})
+    path = tmp_path / "quick.json"
+    path.write_text(json.dumps(doc))
+    data, problems = load_results(path, "p")
+    assert data is not None and [r["id"] for r in data["performance"]] == ["speed"]
+    assert any("performance dash" in p for p in problems)
+
+
+def test_tolerance_needs_numbers_and_a_reason():
+    data = good_results("p")
+    data["tolerance"] = {"rtol": -1}
+    problems = validate_results(data, "p")
+    assert any("'rtol' must be a number >= 0" in p for p in problems)
+    assert any("needs a 'why'" in p for p in problems)
+    data["tolerance"] = {"rtol": 1e-3, "why": "sparse scatter order"}
+    assert validate_results(data, "p") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "timing"),
+    [
+        ("wall_seconds", True),
+        ("ours_s", True),
+        ("steps_per_s", True),
+        ("time_to_gap", True),
+        ("latency_ms", True),
+        ("normalized_success", False),
+        ("updates_per_step", False),
+        ("gap", False),
+        ("success_rate", False),
+    ],
+)
+def test_timing_keys(name, timing):
+    assert is_timing_key(name) is timing
