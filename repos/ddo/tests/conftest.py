@@ -17,8 +17,11 @@ TINY = {
     "learned_samples": 20, "learned_sde_steps": 4, "inner_steps": 2, "dsm_steps": 20, "batch": 64,
     "langevin_steps": 5, "ir_pool": 500, "grid_step": 0.4, "image_train_steps": 2,
     "image_batch": 4, "image_ref": 8, "image_samples": 4, "image_sde_steps": 2,
-    "image_inner_steps": 2, "image_mc_draws": 2, "image_dpo_steps": 2,
+    "image_inner_steps": 2, "image_mc_draws": 2, "image_dpo_steps": 2, "grid_da_loops": 3,
 }  # fmt: skip
+# the tuning grids, shrunk (tuples: passed to the CLI as space-separated values)
+GRIDS = {"fit_lrs": (0.01,), "ddpo_betas": (100.0, 1000.0)}
+GRID_FLAGS = ["--fit-lrs", "0.01", "--ddpo-betas", "100", "1000"]
 
 
 @pytest.fixture
@@ -26,6 +29,7 @@ def tiny(tmp_path):
     return dataclasses.replace(
         PRESETS["quick"],
         **TINY,
+        **GRIDS,
         seeds=(0, 1),
         out=str(tmp_path / "runs"),
         results_dir=str(tmp_path / "results"),

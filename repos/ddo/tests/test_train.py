@@ -7,7 +7,7 @@ import json
 import math
 
 import numpy as np
-from conftest import TINY
+from conftest import GRIDS, TINY
 
 from ddo.config import PRESETS
 from ddo.train import METHODS, evaluate, optimum, train_and_evaluate
@@ -18,7 +18,10 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     assert json.loads((tmp_path / "run" / "config.json").read_text())["da_loops"] == tiny.da_loops
     assert (tmp_path / "run" / "samples.npz").exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert {k.split("/")[0] for k in metrics} >= set(METHODS)
+    methods = {k.split("/")[0] for k in metrics}
+    assert methods >= set(METHODS) and "Hard tilt: ULA from its target" in methods
+    assert {"Grid DA (linear c_k)", "Grid DA (constant c_k)"} <= methods
+    assert (tmp_path / "run" / "samples_hard.npz").exists()
     assert evaluate(tmp_path / "run") == metrics
 
 
@@ -35,13 +38,17 @@ def test_same_seed_same_numbers(tiny, tmp_path):
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     """The full config (2-D problem and the UNet image experiment), every count shrunk."""
-    full = dataclasses.replace(PRESETS["full"], device="cpu", out=str(tmp_path), **TINY)
+    full = dataclasses.replace(PRESETS["full"], device="cpu", out=str(tmp_path), **TINY, **GRIDS)
     assert full.hidden == PRESETS["full"].hidden and full.name == "full" and full.images
     assert full.image_channels == PRESETS["full"].image_channels == (32, 64)
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["DDO (exact score)/objective"])
     for method in ("DDO", "Reference", "Importance resampling", "Diffusion-DPO"):
         assert math.isfinite(metrics[f"Images: {method}/colour_distance"])
+    low, high = (
+        metrics[f"Images: DDO/colour_distance_minus_reference_{s}"] for s in ("low", "high")
+    )
+    assert low <= metrics["Images: DDO/colour_distance_minus_reference"] <= high
     images = np.load(tmp_path / "images.npz")
     assert images["DDO"].shape == (TINY["image_samples"], 3, 16, 16)
 

@@ -100,18 +100,23 @@ def diffusion_dpo_loss(
     t_max: float,
     g: torch.Generator,
 ) -> torch.Tensor:
-    """-log s(-beta/2 [(e_w - e_w^ref) - (e_l - e_l^ref)]), e = ||eps_theta - eps||^2, shared t, eps."""
+    """Diffusion-DPO loss as in diffusers' train_diffusion_dpo.py (Wallace et al. 2023, Eq. 14).
+
+    Winners and losers are stacked into one batch that shares t and eps between the two halves;
+    e = mean over data dims of (eps_theta - eps)^2; the loss is
+    -log s(-beta/2 [(e_w - e_l) - (e_w^ref - e_l^ref)]), averaged over pairs.
+    """
     check_pairs(x_w, x_l)
     t, eps, _ = _noised(x_w, t_min, t_max, g)
+    t, eps = t.repeat(2), eps.repeat(2, 1)
     a, v = ou_coefficients(t)
-
-    def errors(net: nn.Module, x0: torch.Tensor) -> torch.Tensor:
-        xt = a[:, None] * x0 + v.sqrt()[:, None] * eps
-        return ((net(xt, t) - eps) ** 2).sum(-1)
-
+    xt = a[:, None] * torch.cat([x_w, x_l]) + v.sqrt()[:, None] * eps
+    model_losses = ((model(xt, t) - eps) ** 2).mean(-1)
     with torch.no_grad():
-        ref_w, ref_l = errors(ref, x_w), errors(ref, x_l)
-    inside = -0.5 * beta_dpo * ((errors(model, x_w) - ref_w) - (errors(model, x_l) - ref_l))
+        ref_losses = ((ref(xt, t) - eps) ** 2).mean(-1)
+    model_w, model_l = model_losses.chunk(2)
+    ref_w, ref_l = ref_losses.chunk(2)
+    inside = -0.5 * beta_dpo * ((model_w - model_l) - (ref_w - ref_l))
     return -F_nn.logsigmoid(inside).mean()
 
 

@@ -1,4 +1,4 @@
-"""Command line: `ddo {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `ddo {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -6,6 +6,8 @@ Misuse (unknown command, bad preset, bad value) prints one line to stderr and ex
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 
@@ -19,7 +21,7 @@ COMMANDS = {
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
 USAGE = (
-    "usage: ddo {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: ddo {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`ddo COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +33,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -41,14 +43,31 @@ def parse(command: str, argv: list[str]) -> Config:
         i += 1
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    cfg = tyro.cli(
-        Config,
-        default=PRESETS[preset],
-        args=rest,
-        prog=f"ddo {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
-    )
+    description = f"{COMMANDS[command]}. --preset picks the defaults (now: {preset})."
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            cfg = tyro.cli(
+                Config, default=PRESETS[preset], args=rest, prog=f"ddo {command}",
+                description=description,
+            )  # fmt: skip
+    except SystemExit as exc:
+        if exc.code in (0, None):  # --help
+            sys.stderr.write(captured.getvalue())
+            raise
+        raise ValueError(_tyro_message(captured.getvalue())) from None
     return validate(cfg)
+
+
+def _tyro_message(text: str) -> str:
+    """The message line of tyro's boxed error (e.g. "Error parsing --beta: could not convert
+    string to float: 'abc'"), so that misuse prints one line. The box is drawn in Unicode or
+    ASCII depending on the terminal; its title line has no colon, the message line has one."""
+    for line in text.splitlines():
+        content = line.strip().strip("│╭╮╰╯─|+- ").strip()
+        if ":" in content:
+            return content
+    return "could not parse the flags (see --help)"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -153,8 +154,20 @@ def _pairs(x1: torch.Tensor, x2: torch.Tensor, reward_fn, g: torch.Generator):
     return torch.where(keep, x1, x2), torch.where(keep, x2, x1)
 
 
+def _difference(a: torch.Tensor, b: torch.Tensor) -> dict[str, float]:
+    """mean(a) - mean(b) of two independent samples with its 95% normal interval."""
+    diff = float(a.mean() - b.mean())
+    half = 1.96 * float((a.var() / a.numel() + b.var() / b.numel()).sqrt())
+    return {"": diff, "_low": diff - half, "_high": diff + half}
+
+
 def run_images(cfg: Config, workdir: Path, g: torch.Generator) -> dict[str, float]:
-    """Train the UNet reference, run DDO and the baselines on images; metrics "Images: <m>/<k>"."""
+    """Train the UNet reference, run DDO and the baselines on images; metrics "Images: <m>/<k>".
+
+    One pool of 2 x image_ref reference images serves every loop of DA (its two halves are the
+    regression inputs and the inner expectation's x'), the importance-resampling pool and the
+    Diffusion-DPO pairs, so the UNet's reverse SDE runs once for all of them.
+    """
     device = torch.device(cfg.device)
     size = cfg.image_size
     dim = CHANNELS * size * size
@@ -167,9 +180,17 @@ def run_images(cfg: Config, workdir: Path, g: torch.Generator) -> dict[str, floa
     unet.eval()
     times = time_grid(cfg.t_max, cfg.t_min, cfg.image_sde_steps)
     sample_ref = _sampler(unet.score, dim, times, g, device)
+    pool = sample_ref(2 * cfg.image_ref)
+    halves = (pool[: cfg.image_ref], pool[cfg.image_ref :])
+    calls = itertools.count()
+
+    def from_pool(n: int) -> torch.Tensor:  # alternate halves: x and x' always differ
+        return halves[next(calls) % 2][:n]
+
     potentials = dual_averaging(
-        cfg.objective, sample_ref, reward_fn, cfg.da_loops, cfg.image_ref, cfg.beta,
-        cfg.beta_prime, cfg.beta_d, cfg.fit_steps, cfg.fit_lr, cfg.hidden, device=device,
+        cfg.objective, from_pool, reward_fn, cfg.da_loops, cfg.image_ref, cfg.beta,
+        cfg.beta_prime, cfg.beta_d, cfg.fit_steps, cfg.fit_lr, cfg.hidden, cfg.da_schedule,
+        device=device,
     )  # fmt: skip
     f = potentials[-1]
     posterior = simulated_posterior(unet.score, cfg.image_inner_steps, cfg.t_min, g)
@@ -178,28 +199,35 @@ def run_images(cfg: Config, workdir: Path, g: torch.Generator) -> dict[str, floa
             unet.score, posterior, f, cfg.image_samples, dim, times, cfg.image_mc_draws, g, device
         ),
         "Reference": sample_ref(cfg.image_samples),
+        "Reference (second draw)": sample_ref(cfg.image_samples),
     }
-    pool = sample_ref(cfg.image_ref)
     with torch.no_grad():
         samples["Importance resampling"], ess = baselines.importance_resample(
             pool, -f(pool), cfg.image_samples, g
         )
-    x_w, x_l = _pairs(sample_ref(cfg.image_ref), sample_ref(cfg.image_ref), reward_fn, g)
+    x_w, x_l = _pairs(*halves, reward_fn, g)
     ddpo = baselines.diffusion_dpo(
-        unet, x_w, x_l, cfg.image_dpo_steps, cfg.image_batch, cfg.ddpo_lr, cfg.ddpo_beta,
+        unet, x_w, x_l, cfg.image_dpo_steps, cfg.image_batch, cfg.ddpo_lr, cfg.image_ddpo_beta,
         cfg.t_min, cfg.t_max, g,
     )  # fmt: skip
     samples["Diffusion-DPO"] = _sampler(ddpo.score, dim, times, g, device)(cfg.image_samples)
+    held_w, held_l = _pairs(sample_ref(cfg.image_samples), sample_ref(cfg.image_samples),
+                            reward_fn, g)  # fmt: skip
     metrics = {"Images: Importance resampling/ess": ess}
     with torch.no_grad():
         for k, pot in enumerate(potentials):
             metrics[f"Images: DDO/heldout_dpo_loop{k}"] = float(
-                pairwise_dpo_loss(pot(x_w), pot(x_l), cfg.beta_d)
+                pairwise_dpo_loss(pot(held_w), pot(held_l), cfg.beta_d)
             )
+    ref_distance = colour_distance(samples["Reference"])
     for name, x in samples.items():
-        metrics[f"Images: {name}/colour_distance"] = float(colour_distance(x).mean())
+        distance = colour_distance(x)
+        metrics[f"Images: {name}/colour_distance"] = float(distance.mean())
         metrics[f"Images: {name}/reward"] = float(reward_fn(x).mean())
         metrics[f"Images: {name}/in_range"] = float((x.abs() <= 1.1).float().mean())
+        if name != "Reference":
+            for suffix, value in _difference(distance, ref_distance).items():
+                metrics[f"Images: {name}/colour_distance_minus_reference{suffix}"] = value
     buf = io.BytesIO()
     arrays = {n: x.reshape(-1, CHANNELS, size, size).cpu().numpy() for n, x in samples.items()}
     np.savez(buf, **arrays)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import platform
 import subprocess
@@ -47,9 +48,51 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+# two-sided 95% Student-t quantiles by degrees of freedom (1.96 beyond the table)
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}  # fmt: skip
+
+
+def t_interval(values: list[float]) -> dict[str, float]:
+    """Mean and 95% t interval over seeds (a paired difference when `values` are differences).
+
+    One value gives no interval (low = high = None), so no claim can rest on a single seed.
+    """
+    arr = np.asarray(values, dtype=float)
+    mean = float(arr.mean())
+    if arr.size < 2:
+        return {"mean": mean, "low": None, "high": None, "n": int(arr.size)}
+    df = arr.size - 1
+    q = T975[max(k for k in T975 if k <= df)] if df <= 30 else 1.96
+    half = q * float(arr.std(ddof=1)) / math.sqrt(arr.size)
+    return {"mean": mean, "low": mean - half, "high": mean + half, "n": int(arr.size)}
+
+
+def below(iv: dict[str, float], threshold: float) -> bool:
+    """The whole interval lies below `threshold` (False without an interval)."""
+    return iv["high"] is not None and iv["high"] < threshold
+
+
+def above(iv: dict[str, float], threshold: float) -> bool:
+    """The whole interval lies above `threshold` (False without an interval)."""
+    return iv["low"] is not None and iv["low"] > threshold
+
+
+def fmt_interval(iv: dict[str, float], digits: int = 3) -> str:
+    if iv["low"] is None:
+        return f"{iv['mean']:.{digits}f} [no interval: one seed]"
+    return f"{iv['mean']:.{digits}f} [{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
+
+
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, **extra: Any
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `extra` carries the
+    intervals and the negative control (the same check applied to a row that must fail it)."""
+    return {
+        "id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds),
+        **extra,
+    }  # fmt: skip
 
 
 def git_commit() -> str | None:
@@ -89,6 +132,7 @@ def results_document(
     wall_seconds: float,
     device: str,
     performance: list[dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     doc = {
         "paper": paper,
@@ -103,4 +147,5 @@ def results_document(
     }
     if performance:
         doc["performance"] = performance
+    doc.update(extra or {})
     return doc
