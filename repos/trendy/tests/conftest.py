@@ -19,6 +19,10 @@ TINY = {
     "euler_steps": 8,
     "n_components": 3,
     "scattering_l": 4,
+    "sweep_repeats": 2,
+    "hopf_sweep_a": (1.5,),
+    "hopf_steps": 8,
+    "workers": 1,
 }
 
 

@@ -27,6 +27,11 @@ def test_help_lists_commands(capsys):
         (["train", "--preset", "huge"], "--preset must be one of"),
         (["train", "--dt", "0.2"], "dt=0.2 is unstable"),
         (["train", "--measurement", "wavelets"], "measurement must be one of"),
+        (["train", "--val-fraction", "0.95"], "val_fraction=0.95"),
+        (["train", "--bands", "lizard"], "bands must name turing and/or hopf"),
+        (["train", "--tune-sindy-components", "9"], "tune_sindy_components must lie in"),
+        (["bench", "--data", "snaps.npz"], "bench simulates its own data"),
+        (["train", "--preset"], "--preset needs a value"),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys):
@@ -42,7 +47,8 @@ def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `trendy ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(trendy .+)$", section, re.MULTILINE)]
+    found = re.findall(r"^(?:\.venv/bin/)?(trendy .+)$", section, re.MULTILINE)
+    commands = [shlex.split(c.split("#")[0]) for c in found]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
     shrink = ["--seeds", "0", "--quiet"]
@@ -55,3 +61,5 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     assert doc["paper"] == "trendy" and len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) for c in doc["claims"]) and doc["performance"]
     assert (tmp_path / "results" / "figures" / "quick_summary.png").exists()
+    assert {"grid", "validation_nmse"} <= set(doc["tuning"])
+    assert all("interval" in c and "negative_control" in c for c in doc["claims"])

@@ -114,3 +114,16 @@ def test_hopf_line_is_read_from_the_euler_map_the_field_was_trained_for():
     assert abs(bifurcation.first_crossing(b, cplx) - pde.hopf_line(a)) < 0.01 * pde.hopf_line(a)
     _, naive = bifurcation.growth_indicators(eigs)
     assert not bifurcation.first_crossing(b, naive) < 6.5
+
+
+def test_reducer_inverse_is_exact_on_the_kept_subspace_and_per_trajectory_nmse_sums_up():
+    gen = torch.Generator().manual_seed(0)
+    feats = torch.randn(6, 5, 4, generator=gen) * torch.tensor([3.0, 1.0, 0.5, 2.0])
+    full = node.Reducer(feats, 4)
+    assert torch.allclose(full.inverse(full(feats)), feats, atol=1e-5)
+    s = node.Reducer(feats, 2)(feats)
+    again = node.Reducer(feats, 2)
+    assert torch.allclose(again(again.inverse(s)), s, atol=1e-5)
+    pred = s + 0.1 * torch.randn(s.shape, generator=gen)
+    per = node.per_trajectory_nmse(pred, s)
+    assert per.shape == (6,) and abs(per.mean() - node.normalised_mse(pred, s)) < 1e-6

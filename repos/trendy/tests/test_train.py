@@ -6,21 +6,28 @@ import dataclasses
 import json
 import math
 
+import pytest
 import torch
 from conftest import TINY
 
 from trendy import data, pde
-from trendy.config import PRESETS, gray_scott_config
+from trendy.config import PRESETS, gray_scott_config, hopf_config
 from trendy.train import evaluate, train_and_evaluate
 
 
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["epochs"] == tiny.epochs
-    assert {"test_mse", "test_nmse", "sindycp_test_mse", "accuracy", "hopf_rel_err"} <= set(metrics)
-    keys = ("test_mse", "test_nmse", "sindycp_test_mse", "sindycp_test_nmse", "accuracy")
-    assert all(math.isfinite(metrics[k]) for k in keys)
+    want = {"test_nmse", "sindycp_test_nmse", "untrained_test_nmse", "persistence_test_nmse"}
+    assert want | {"accuracy", "turing_rel_err", "turing_jacobian_rel_err"} <= set(metrics)
+    assert all(math.isfinite(metrics[k]) for k in want | {"accuracy", "turing_rel_err"})
     assert evaluate(tmp_path / "run") == metrics
+    tuning = json.loads((tmp_path / "run" / "tuning.json").read_text())
+    assert set(tuning["TRENDy"]) == {f"lr={lr:g}" for lr in tiny.tune_lr}
+    assert len(tuning["SINDyCP"]) == len(tiny.tune_sindy_threshold) * len(
+        tiny.tune_sindy_components
+    )
+    assert "turing" in json.loads((tmp_path / "run" / "bifurcations.json").read_text())
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):
@@ -41,12 +48,6 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     )
     assert PRESETS["full"].grid == 64 and PRESETS["full"].n_train == 2000
     assert math.isfinite(train_and_evaluate(full, tmp_path)["test_mse"])
-
-
-def test_quick_preset_follows_the_cpu_plan_of_the_brief():
-    quick = PRESETS["quick"]
-    assert (quick.epochs, quick.lr, quick.hidden, quick.depth) == (300, 1e-3, 64, 4)
-    assert (quick.scattering_j, quick.scattering_l, quick.diffusion) == (2, 8, (1.0, 8.0))
 
 
 def test_patches_hide_the_requested_fraction():
@@ -88,9 +89,73 @@ def test_full_preset_gray_scott_study_runs_one_step_at_tiny_size(tmp_path):
 
 
 def test_bench_seed_with_the_gray_scott_study_reports_both_systems(tiny):
-    from trendy.bench import run_seed
+    from trendy.bench import Collector, run_seed
 
-    runs = run_seed(dataclasses.replace(tiny, gray_scott_study=True), 0)
+    col = Collector()
+    run_seed(dataclasses.replace(tiny, gray_scott_study=True, hopf_sweep_a=(1.5,)), 0, col)
+    runs = col.scalars
     assert {"TRENDy", "SINDyCP", "TRENDy-GrayScott", "SINDyCP-GrayScott"} <= set(runs)
     assert "accuracy" in runs["TRENDy"] and "accuracy" not in runs["TRENDy-GrayScott"]
-    assert all(math.isfinite(v) for v in runs["SINDyCP-GrayScott"].values())
+    assert all(math.isfinite(v[0]) for v in runs["SINDyCP-GrayScott"].values())
+    assert {"Hopf/TRENDy-mean", "Hopf/TRENDy-mean-shuffled-theta", "oracle-PDE"} <= set(runs)
+
+
+def test_hopf_setting_run_reads_the_hopf_line_only(tiny, tmp_path):
+    cfg = dataclasses.replace(hopf_config(tiny), hopf_steps=8, n_frames=9, euler_steps=8)
+    cfg = dataclasses.replace(cfg, t_end=8.0)
+    assert cfg.diffusion == (0.1, 0.2) and cfg.measurement == "mean" and cfg.bands == ("hopf",)
+    metrics = train_and_evaluate(cfg, tmp_path)
+    assert "hopf_rel_err" in metrics and "turing_rel_err" not in metrics
+    ds = data.make_dataset(cfg)
+    assert (
+        data.in_band(ds["theta_test"], cfg).all() and not data.in_band(ds["theta_train"], cfg).any()
+    )
+    # random homogeneous initial levels around (A, B/A), not the equilibrium itself
+    level = ds["train"][:, 0, 0].mean((-1, -2)) / ds["theta_train"][:, 0]
+    assert float(level.std()) > 0.1
+
+
+def test_in_the_hopf_setting_draws_above_the_hopf_line_oscillate(tiny):
+    """The issue's point 1: the data must hold real Hopf oscillations (D = (0.1, 0.2))."""
+    cfg = dataclasses.replace(hopf_config(tiny), init_spread=0.0)
+    theta = torch.tensor([[1.5, pde.hopf_line(1.5) + 0.5], [1.5, pde.hopf_line(1.5) - 0.5]])
+    traj = data.simulate_batch(cfg, theta, torch.Generator().manual_seed(0))
+    swing = traj[:, -cfg.n_frames // 3 :, 0].mean((-1, -2)).std(1)
+    assert float(swing[0]) > 0.2 and float(swing[1]) < 1e-3
+
+
+def test_shuffled_parameters_control_changes_only_the_parameters(tiny):
+    from trendy.train import evaluate_run
+
+    ds = data.make_dataset(tiny)
+    plain = evaluate_run(tiny, ds)
+    shuffled = evaluate_run(dataclasses.replace(tiny, shuffle_theta=True), ds)
+    assert plain.metrics["persistence_test_nmse"] == shuffled.metrics["persistence_test_nmse"]
+    assert plain.metrics["test_nmse"] != shuffled.metrics["test_nmse"]
+
+
+def test_paper_preset_runs_one_step_at_tiny_size(tmp_path):
+    paper = PRESETS["paper"]
+    assert paper.name == "paper" and paper.grid == 32 and len(paper.seeds) >= 3
+    small = dataclasses.replace(paper, quiet=True, **TINY, grid=16, dx=2.0)
+    assert math.isfinite(train_and_evaluate(small, tmp_path)["test_nmse"])
+
+
+@pytest.mark.slow
+def test_bench_numbers_do_not_depend_on_the_number_of_workers(tiny):
+    from trendy.bench import run_bench
+
+    docs = [
+        run_bench(dataclasses.replace(tiny, workers=w, results_dir=f"{tiny.results_dir}{w}"))
+        for w in (1, 2)
+    ]
+    strip = [
+        {
+            m: {k: v["values"] for k, v in d.items()}
+            for m, d in doc["metrics"].items()
+            if m != "timing"
+        }
+        for doc in docs
+    ]
+    assert strip[0] == strip[1]
+    assert [c["ours"] for c in docs[0]["claims"]] == [c["ours"] for c in docs[1]["claims"]]

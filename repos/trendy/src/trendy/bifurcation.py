@@ -1,9 +1,13 @@
-"""Bifurcations and regimes read off the learned vector field (paper Sec. 4.2-4.3).
+"""Bifurcations and regimes read off the learned model (paper Sec. 4.2-4.3).
 
-For each held-out A, B is swept across both lines; at the (perturbed) homogeneous state the
-Jacobian of g_pi is diagonalised. A real eigenvalue crossing zero marks the Turing onset, a
-complex pair whose growth rate under the trained Euler step crosses zero the Hopf line. Regimes are classified from predicted final states
-with logistic regression (the official `fit_classifier.py`).
+For each A, B is swept across a line. Hopf (the official `plot_hopf_manifold.py`): the Jacobian
+of g_pi at the measured equilibrium (A, B/A) is diagonalised, and the line is where a complex
+pair's growth rate under the trained Euler step crosses zero. Turing: `pattern_growth`, the
+change of the predicted pattern amplitude (the measurement's pattern coefficients, decoded from
+the reduced state) from a perturbed homogeneous state to the end of the predicted trajectory;
+the onset is where it turns positive. (A real Jacobian eigenvalue crossing zero, the official
+script's other reading, is reported for comparison.) Regimes are classified from predicted final
+states with logistic regression (the official `fit_classifier.py`).
 """
 
 from __future__ import annotations
@@ -45,6 +49,17 @@ def first_crossing(b: np.ndarray, rate: np.ndarray) -> float:
     r0, r1 = rate[i - 1], rate[i]
     r0 = max(r0, -abs(r1) * 1e3)  # a missing eigenvalue class counts as far below zero
     return float(b[i - 1] + (b[i] - b[i - 1]) * (-r0) / (r1 - r0))
+
+
+def pattern_growth(amp_start: np.ndarray, amp_end: np.ndarray, repeats: int) -> np.ndarray:
+    """Relative change of the pattern amplitude c = (end - start) / |start|, compressed as
+    sign(c) log(1 + |c|) and averaged over the `repeats` perturbed initial states of each sweep
+    point (consecutive rows): > 0 where the perturbation of the homogeneous state grew.
+
+    A grown pattern is orders of magnitude above its seed; without the logarithm the linear
+    interpolation of `first_crossing` would put the onset next to the last decaying B."""
+    change = (amp_end - amp_start) / np.maximum(np.abs(amp_start), 1e-12)
+    return (np.sign(change) * np.log1p(np.abs(change))).reshape(-1, repeats).mean(1)
 
 
 def relative_error(pred: float, true: float) -> float:

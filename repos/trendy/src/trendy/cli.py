@@ -1,4 +1,4 @@
-"""Command line: `trendy {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `trendy {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -19,7 +19,7 @@ COMMANDS = {
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
 USAGE = (
-    "usage: trendy {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: trendy {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`trendy COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +31,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,7 +46,8 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"trendy {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the defaults "
+        f"(now: {preset}). --data PATH fits snapshots from disk instead of simulating.",
     )
     return validate(cfg)
 
@@ -74,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
 
             result = evaluate(cfg.out)
         else:
+            if cfg.data:
+                raise ValueError(
+                    f"bench simulates its own data; fit {cfg.data} with `trendy train --data`"
+                )
             from .bench import run_bench
 
             result = {c["id"]: c["holds"] for c in run_bench(cfg)["claims"]}

@@ -43,7 +43,7 @@ class Config:
     n_frames: int = 41
     """Saved frames per trajectory, frame 0 being the initial state."""
     init_noise: float = 0.1
-    """Standard deviation of the noise around the homogeneous state at t=0."""
+    """Standard deviation of the spatial noise added to the initial homogeneous level."""
     param_low: tuple[float, float] = (1.5, 1.0)
     """Lower corner of the parameter box (A, B) or (F, k)."""
     param_high: tuple[float, float] = (2.5, 8.0)
@@ -51,11 +51,21 @@ class Config:
     b_over_hopf: float = 0.8
     """Brusselator only: largest B above the Hopf line (keeps explicit Euler stable)."""
     band: float = 0.3
-    """Brusselator only: parameters with |B - B_T| or |B - B_H| below this are held out."""
+    """Brusselator only: parameters within this of a line named in `bands` are held out."""
+    bands: tuple[str, ...] = ("turing",)
+    """Brusselator only: the bifurcation lines (turing, hopf) whose bands form the test set."""
+    init_spread: float = 0.0
+    """Homogeneous initial level drawn per trajectory as steady state x (1 + U(-s, s)); 0: at it."""
     n_train: int = 96
     """Training trajectories."""
     n_test: int = 48
     """Test trajectories (drawn from the held-out bands for the Brusselator)."""
+    val_fraction: float = 0.25
+    """Share of the training trajectories held out as the validation split used for tuning."""
+    data: str = ""
+    """Folder or .npz of field snapshots to fit instead of simulating (see README, Real data)."""
+    shuffle_theta: bool = False
+    """Negative control: permute the parameters across training trajectories before fitting."""
     noise: float = 0.0
     """Observation noise on the fields, relative to each field's standard deviation."""
     patches: float = 0.0
@@ -75,19 +85,38 @@ class Config:
     euler_steps: int = 40
     """Euler steps of the neural ODE over rescaled time [0, 1] (a multiple of n_frames-1)."""
     epochs: int = 300
-    """Full-batch Adam steps on the trajectory loss (the brief's CPU plan: about 300)."""
+    """Full-batch Adam steps on the trajectory loss (0 leaves the network untrained)."""
     lr: float = 1e-3
-    """Adam learning rate."""
+    """Adam learning rate (used when tune_lr is empty)."""
+    tune_lr: tuple[float, ...] = (1e-3, 3e-3)
+    """TRENDy's tuning grid: learning rates tried, the best on the validation split is kept."""
     beta: float = 1e-4
     """Weight of the first-derivative term of the trajectory loss (paper Eq. 4)."""
     sindycp: bool = True
     """Also fit and score the SINDyCP baseline on the same reduced states."""
     sindy_threshold: float = 0.05
-    """STLSQ threshold of the SINDyCP baseline."""
+    """STLSQ threshold of the SINDyCP baseline (used when tune_sindy_threshold is empty)."""
+    tune_sindy_threshold: tuple[float, ...] = (0.05, 2.0)
+    """SINDyCP's tuning grid of STLSQ thresholds, crossed with tune_sindy_components."""
+    tune_sindy_components: tuple[int, ...] = (2, 0)
+    """SINDyCP models the first k reduced coordinates (0: all) and holds the rest at their
+    initial values; crossed with the thresholds, best on validation."""
     sweep_points: int = 31
-    """Brusselator only: B values per held-out A in the bifurcation sweep."""
+    """Brusselator only: B values per A in the bifurcation sweeps."""
+    sweep_repeats: int = 4
+    """Brusselator only: perturbed initial states per sweep point (readouts are averaged)."""
     sweep_a: tuple[float, ...] = (1.6, 1.8, 2.0, 2.2, 2.4)
     """Brusselator only: values of A where the Hopf and Turing lines are located."""
+    ablations: tuple[str, ...] = ("mean",)
+    """Benchmark only: measurements TRENDy is also fitted with in the Turing setting (noise 0)."""
+    workers: int = 2
+    """Benchmark only: processes running the (seed, setting) jobs, one CPU thread each."""
+    hopf_sweep_a: tuple[float, ...] = (1.2, 1.5, 1.8, 2.1, 2.4)
+    """Benchmark only: values of A where the Hopf line is located in the Hopf setting."""
+    hopf_steps: int = 50
+    """Benchmark only: frames - 1 (= Euler steps) of the Hopf setting over T = 20."""
+    hopf_measurements: tuple[str, ...] = ("mean",)
+    """Benchmark only: measurements fitted in the Hopf setting (mean: the official 2-D model)."""
     gray_scott_study: bool = False
     """Benchmark only: also run TRENDy and SINDyCP on Gray-Scott at each noise level (Fig. 3)."""
 
@@ -105,6 +134,39 @@ GRAY_SCOTT = {
 }
 
 
+# The official Hopf analysis (run/scripts/bifurcations/plot_hopf_manifold.py): diffusion (0.1, 0.2),
+# where the Hopf line lies below the Turing line, a 2-D channel-average model, and random
+# homogeneous initial levels (BrusselatorFull's noise_rand_center). B stops 0.8 above the Hopf
+# line, below the grid's Turing onset, so the data show homogeneous decay and oscillation only.
+HOPF_SETTING = {
+    "system": "brusselator",
+    "diffusion": (0.1, 0.2),
+    "dx": 1.0,
+    "dt": 0.02,
+    "t_end": 20.0,
+    "param_low": (1.0, 1.0),
+    "param_high": (2.5, 8.0),
+    "b_over_hopf": 0.8,
+    "bands": ("hopf",),
+    "init_spread": 0.5,
+    "measurement": "mean",
+    "n_components": 2,
+}
+
+
+def hopf_config(cfg: Config, measurement: str = "mean") -> Config:
+    """cfg in the official Hopf setting (HOPF_SETTING), fitted with `measurement`."""
+    n_components = 2 if measurement == "mean" else cfg.n_components
+    chosen = {
+        "measurement": measurement,
+        "n_components": n_components,
+        "sweep_a": cfg.hopf_sweep_a,
+        "n_frames": cfg.hopf_steps + 1,
+        "euler_steps": cfg.hopf_steps,
+    }
+    return dataclasses.replace(cfg, **(HOPF_SETTING | chosen))
+
+
 def gray_scott_config(cfg: Config) -> Config:
     """cfg with the Gray-Scott system, parameter box, diffusion and solver of the official code."""
     return dataclasses.replace(cfg, **GRAY_SCOTT)
@@ -112,6 +174,24 @@ def gray_scott_config(cfg: Config) -> Config:
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    # The smallest CPU scale where the effects are expected: a 32x32 grid with quick's spacing
+    # dx = 2 (a 64-unit domain, about 8 pattern wavelengths; at dx = 1 explicit Euler with
+    # dt = 0.025 blew up at A = 2.44, B = 7.7), twice the training trajectories, 400 Adam steps,
+    # four seeds,
+    # the official frame spacing in the Hopf setting (100 steps over T = 20), a finer sweep and
+    # the Fourier ablation. About 30 minutes on 2 cores (README, Scaling up).
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        seeds=(0, 1, 2, 3),
+        grid=32,
+        n_train=192,
+        n_test=64,
+        epochs=400,
+        sweep_points=41,
+        hopf_steps=100,
+        ablations=("mean", "fourier"),
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -127,6 +207,12 @@ PRESETS: dict[str, Config] = {
         n_components=8,
         epochs=1000,
         lr=1e-4,
+        tune_lr=(1e-4, 3e-4, 1e-3),
+        tune_sindy_threshold=(0.05, 0.5, 2.0),
+        sweep_points=61,
+        hopf_steps=100,
+        hopf_measurements=("mean", "scattering"),
+        ablations=("mean", "fourier", "scattering-periodic"),
         gray_scott_study=True,
     ),
 }
@@ -149,13 +235,38 @@ def validate(cfg: Config) -> Config:
         raise ValueError(
             f"euler_steps={cfg.euler_steps} must be a multiple of n_frames-1={cfg.n_frames - 1}"
         )
-    if cfg.n_train < 2 or cfg.n_test < 1 or cfg.epochs < 1:
+    if cfg.n_train < 2 or cfg.n_test < 1 or cfg.epochs < 0:
         raise ValueError(
-            f"need n_train >= 2, n_test >= 1, epochs >= 1; got {cfg.n_train}, {cfg.n_test}, "
+            f"need n_train >= 2, n_test >= 1, epochs >= 0; got {cfg.n_train}, {cfg.n_test}, "
             f"{cfg.epochs}"
         )
     if cfg.noise < 0 or not 0 <= cfg.patches < 1:
         raise ValueError(f"need noise >= 0 and 0 <= patches < 1, got {cfg.noise}, {cfg.patches}")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
+    if not 0 < cfg.val_fraction < 0.9 or round(cfg.n_train * cfg.val_fraction) < 1:
+        raise ValueError(
+            f"val_fraction={cfg.val_fraction} must lie in (0, 0.9) and leave at least one "
+            f"validation trajectory out of n_train={cfg.n_train}"
+        )
+    bad = [b for b in cfg.bands if b not in ("turing", "hopf")]
+    if bad or not cfg.bands:
+        raise ValueError(f"bands must name turing and/or hopf, got {cfg.bands!r}")
+    if any(k < 0 or k > cfg.n_components for k in cfg.tune_sindy_components):
+        raise ValueError(
+            f"tune_sindy_components must lie in 0..n_components={cfg.n_components}, got "
+            f"{cfg.tune_sindy_components}"
+        )
+    if any(lr <= 0 for lr in cfg.tune_lr) or any(t < 0 for t in cfg.tune_sindy_threshold):
+        raise ValueError(
+            f"tuning grids need lr > 0 and thresholds >= 0, got {cfg.tune_lr}, "
+            f"{cfg.tune_sindy_threshold}"
+        )
+    for name in (*cfg.hopf_measurements, *cfg.ablations):
+        if name not in MEASUREMENTS:
+            raise ValueError(
+                f"hopf_measurements/ablations: {name!r} is not one of {sorted(MEASUREMENTS)}"
+            )
+    if cfg.workers < 1:
+        raise ValueError(f"workers must be >= 1, got {cfg.workers}")
     return cfg

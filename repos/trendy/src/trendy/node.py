@@ -7,7 +7,8 @@
 - `integrate`: forward Euler via torchdiffeq over rescaled time [0, 1].
 - `trajectory_loss`: paper Eq. 4, state error plus beta times first-difference error.
 - `normalised_mse`: trajectory MSE divided by the targets' variance, comparable across
-  measurements whose PCA coordinates live on different scales.
+  measurements whose PCA coordinates live on different scales (`per_trajectory_nmse`: the same
+  per test trajectory, for paired intervals).
 - `jacobian_spectrum`: eigenvalues of d g_pi / d S, used to locate bifurcations.
 """
 
@@ -35,6 +36,12 @@ class Reducer:
         flat = features.reshape(-1, features.shape[-1]).double().numpy()
         z = self.pca.transform((flat - self.mean) / self.std)
         return torch.tensor(z, dtype=torch.float32).reshape(*features.shape[:-1], -1)
+
+    def inverse(self, s: torch.Tensor) -> torch.Tensor:
+        """Measurement features back from reduced states (exact on the kept PCA subspace)."""
+        flat = s.reshape(-1, s.shape[-1]).double().cpu().numpy()
+        x = self.pca.inverse_transform(flat) * self.std + self.mean
+        return torch.tensor(x, dtype=torch.float32).reshape(*s.shape[:-1], -1)
 
 
 class ParamODE(torch.nn.Module):
@@ -102,6 +109,13 @@ def normalised_mse(pred: torch.Tensor, true: torch.Tensor) -> float:
     return float((pred - true).pow(2).mean() / var)
 
 
+def per_trajectory_nmse(pred: torch.Tensor, true: torch.Tensor) -> np.ndarray:
+    """Each trajectory's share of `normalised_mse`: its mean squared error over frames and
+    coordinates divided by the same variance of `true`; their mean is normalised_mse."""
+    var = true.reshape(-1, true.shape[-1]).var(0, unbiased=False).mean()
+    return ((pred - true).pow(2).mean((1, 2)) / var).double().cpu().numpy()
+
+
 def fit_node(
     s: torch.Tensor,
     theta: torch.Tensor,
@@ -151,10 +165,11 @@ def predict(model: ParamODE, s0: torch.Tensor, theta: torch.Tensor, steps: int, 
 
 def jacobian_spectrum(model: ParamODE, s: torch.Tensor, theta: torch.Tensor) -> np.ndarray:
     """Eigenvalues of d g_pi / d S at states s (batch, dim) for parameters theta: (batch, dim)."""
-    check_range(theta, model.theta_box)
+    check_range(theta.to(model.theta_box.device), model.theta_box)
 
     def one(si, ti):
         return torch.func.jacrev(lambda x: model.field(x, ti))(si)
 
-    jac = torch.func.vmap(one)(s, theta)
-    return torch.linalg.eigvals(jac.double()).detach().numpy()
+    device = model.theta_box.device
+    jac = torch.func.vmap(one)(s.to(device), theta.to(device))
+    return torch.linalg.eigvals(jac.double().cpu()).detach().numpy()

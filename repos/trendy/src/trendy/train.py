@@ -1,117 +1,210 @@
 """train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
 
-One run = simulate (or reuse) the data for cfg.seed, corrupt it with cfg.noise, measure, reduce
-with PCA, fit TRENDy's neural ODE and the SINDyCP baseline on the same reduced states, and score
-both on the held-out test trajectories; for the Brusselator also locate the Hopf and Turing lines
-and classify regimes from predicted final states.
+One run = simulate (or load, or reuse) the data for cfg.seed, corrupt it with cfg.noise,
+measure, reduce with PCA, and fit TRENDy's neural ODE and the SINDyCP baseline on the same
+reduced states, each tuned on a validation split carved from the training trajectories with an
+equal-size grid. Both are scored on the held-out test trajectories beside floors (persistence,
+the training-mean trajectory), an untrained network (negative control) and, under noise, the
+clean measurement (oracle). For the Brusselator the bifurcation lines named in cfg.bands are
+located (`sweeps.py`) and regimes are classified from predicted final states.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import baselines, bifurcation, data, node, pde
+from . import baselines, bifurcation, data, node, sweeps
 from .config import Config, validate
 from .results import atomic_write_json
-from .scattering import MEASUREMENTS
+from .sweeps import measure
 
 
-def measure(cfg: Config, fields: torch.Tensor, chunk: int = 512) -> torch.Tensor:
-    """Phi applied per channel and frame: (batch, frames, 2, n, n) -> (batch, frames, 2K)."""
-    fn = MEASUREMENTS[cfg.measurement]
-    # Chunks of a few hundred 2-D FFT stacks stay in cache: 2-3x faster on CPU than 4096.
-    kwargs = (
-        {"J": cfg.scattering_j, "L": cfg.scattering_l} if cfg.measurement == "scattering" else {}
-    )
-    flat = fields.reshape(-1, *fields.shape[-2:])
-    feats = torch.cat(
-        [fn(flat[i : i + chunk].to(cfg.device), **kwargs).cpu() for i in range(0, len(flat), chunk)]
-    )
-    return feats.reshape(*fields.shape[:2], -1)
+@dataclasses.dataclass
+class Run:
+    """What one run produced: scalar metrics, per-instance errors for paired intervals (per test
+    trajectory, or per A of a bifurcation sweep), and the fitted pieces."""
+
+    metrics: dict[str, float]
+    instances: dict[str, list[float]]
+    model: node.ParamODE
+    reducer: node.Reducer
+    tuning: dict[str, dict[str, float]]
+    timings: dict[str, float]
 
 
-def locate_bifurcations(cfg: Config, model: node.ParamODE, reducer: node.Reducer, repeats: int = 4):
-    """Sweep B at each A in cfg.sweep_a; return per-A predicted and closed-form Hopf/Turing B."""
-    gen = torch.Generator().manual_seed(cfg.seed + 10_000)
-    rows = []
-    for a in cfg.sweep_a:
-        b = np.linspace(cfg.param_low[1], pde.hopf_line(a) + cfg.b_over_hopf, cfg.sweep_points)
-        theta = torch.tensor([[a, bb] for bb in b for _ in range(repeats)], dtype=torch.float32)
-        u0, v0 = data.initial_fields(cfg, theta, gen)
-        s0 = reducer(measure(cfg, torch.stack([u0, v0], 1)[:, None]))[:, 0]
-        eigs = node.jacobian_spectrum(model, s0, theta)
-        real, cplx = (
-            x.reshape(len(b), repeats).mean(1)
-            for x in bifurcation.growth_indicators(eigs, 1.0 / cfg.euler_steps)
+def validation_split(cfg: Config, n: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded (fit, validation) indices of the n training trajectories."""
+    order = torch.randperm(n, generator=torch.Generator().manual_seed(cfg.seed + 2))
+    n_val = max(1, round(n * cfg.val_fraction))
+    return order[n_val:], order[:n_val]
+
+
+def parameter_box(theta: torch.Tensor, cfg: Config) -> torch.Tensor:
+    """(2, n_params) range the network rescales parameters by: the preset's box, or for loaded
+    data the parameters' own range (widened where it is a single value)."""
+    if not cfg.data:
+        return torch.tensor([cfg.param_low, cfg.param_high])
+    lo, hi = theta.min(0).values, theta.max(0).values
+    return torch.stack([lo, torch.where(hi > lo, hi, lo + 1.0)])
+
+
+def _fit(cfg, s, th, lr, box, epochs=None):
+    return node.fit_node(
+        s, th, steps=cfg.euler_steps, hidden=cfg.hidden, depth=cfg.depth,
+        epochs=cfg.epochs if epochs is None else epochs, lr=lr, beta=cfg.beta, seed=cfg.seed,
+        quiet=cfg.quiet, box=box,
+    )  # fmt: skip
+
+
+def tune_node(cfg, s, th, fit, val, box):
+    """TRENDy over cfg.tune_lr on the fit split, the lowest validation nMSE kept."""
+    grid = cfg.tune_lr or (cfg.lr,)
+    scores, best = {}, None
+    for lr in grid:
+        model = _fit(cfg, s[fit], th[fit], lr, box)
+        pred = node.predict(model, s[val][:, 0], th[val], cfg.euler_steps, s.shape[1])
+        scores[f"lr={lr:g}"] = node.normalised_mse(pred, s[val])
+        if best is None or scores[f"lr={lr:g}"] < best[0]:
+            best = (scores[f"lr={lr:g}"], model)
+    return best[1], scores
+
+
+def sindycp_predict(cfg, fitted, s0, theta, bound):
+    """Rollout of a (model, k) pair: the first k coordinates by the model, the rest held."""
+    model, k = fitted
+    head = baselines.predict_sindycp(model, s0[:, :k], theta, cfg.euler_steps, cfg.n_frames, bound)
+    return torch.cat([head, s0[:, None, k:].expand(-1, cfg.n_frames, -1)], -1)
+
+
+def tune_sindycp(cfg, s, th, fit, val, bound):
+    """SINDyCP over thresholds x modelled components on the fit split, best validation nMSE."""
+    thresholds = cfg.tune_sindy_threshold or (cfg.sindy_threshold,)
+    components = cfg.tune_sindy_components or (0,)
+    scores, best = {}, None
+    s, th = s.cpu(), th.cpu()
+    for k in dict.fromkeys(k or s.shape[-1] for k in components):
+        for thr in thresholds:
+            fitted = (baselines.fit_sindycp(s[fit][..., :k], th[fit], threshold=thr), k)
+            pred = sindycp_predict(cfg, fitted, s[val][:, 0], th[val], bound)
+            name = f"components={k},threshold={thr:g}"
+            scores[name] = node.normalised_mse(pred, s[val])
+            if best is None or scores[name] < best[0]:
+                best = (scores[name], fitted)
+    return best[1], scores
+
+
+def load_dataset(cfg: Config) -> tuple[Config, dict[str, torch.Tensor]]:
+    """Simulated data for cfg.seed, or cfg.data read from disk (cfg then takes the data's frame
+    count, and euler_steps the nearest multiple of frames - 1)."""
+    if not cfg.data:
+        return cfg, data.make_dataset(cfg)
+    dataset = data.load_fields(cfg.data, cfg)
+    frames = dataset["train"].shape[1]
+    steps = (frames - 1) * max(1, round(cfg.euler_steps / (frames - 1)))
+    if cfg.measurement in ("fourier", "scattering-periodic") and (
+        dataset["train"].shape[-1] != dataset["train"].shape[-2]
+    ):
+        raise ValueError(
+            f"{cfg.data}: the {cfg.measurement} measurement needs square fields, got "
+            f"{tuple(dataset['train'].shape[-2:])}; use --measurement scattering"
         )
-        rows.append(
-            {
-                "a": a,
-                "turing_pred": bifurcation.first_crossing(b, real),
-                "hopf_pred": bifurcation.first_crossing(b, cplx),
-                "turing_true": pde.turing_line(a, cfg.diffusion),
-                "hopf_true": pde.hopf_line(a),
-            }
-        )
-    return rows
+    return dataclasses.replace(cfg, n_frames=frames, euler_steps=steps), dataset
+
+
+def measured(cfg: Config, dataset: dict, noise: float, patches: float) -> dict[str, torch.Tensor]:
+    """Train and test features of the corrupted fields, cached in `dataset` under `_features`:
+    they depend only on the measurement, the corruption and the seed (its generator), so runs
+    that share them (the shuffled control, the oracle's clean test set) measure once."""
+    key = (cfg.measurement, cfg.scattering_j, cfg.scattering_l, noise, patches, cfg.seed)
+    cache = dataset.setdefault("_features", {})
+    if key not in cache:
+        gen = torch.Generator().manual_seed(cfg.seed + 1)
+        fields = {k: data.add_noise(dataset[k], noise, gen) for k in ("train", "test")}
+        if patches > 0:
+            fields = {k: data.add_patches(v, patches, gen) for k, v in fields.items()}
+        cache[key] = {k: measure(cfg, v) for k, v in fields.items()}
+    return cache[key]
+
+
+def evaluate_run(cfg: Config, dataset: dict[str, torch.Tensor]) -> Run:
+    """Fit and score everything for one configuration on one data set (see the module doc)."""
+    raw = measured(cfg, dataset, cfg.noise, cfg.patches)
+    reducer = node.Reducer(raw["train"], cfg.n_components)
+    s = {k: reducer(v).to(cfg.device) for k, v in raw.items()}
+    th = {k: dataset[f"theta_{k}"].to(cfg.device) for k in ("train", "test")}
+    if cfg.shuffle_theta:  # negative control: parameters no longer match their trajectories
+        perm = torch.randperm(len(th["train"]), generator=torch.Generator().manual_seed(cfg.seed))
+        th["train"] = th["train"][perm.to(cfg.device)]
+    box = parameter_box(dataset["theta_train"], cfg)
+    fit, val = validation_split(cfg, len(s["train"]))
+    start = time.perf_counter()
+    model, tuning_node = tune_node(cfg, s["train"], th["train"], fit, val, box)
+    timings = {"trendy_fit_seconds": time.perf_counter() - start}
+    frames, test = cfg.n_frames, s["test"]
+
+    def score(name: str, pred: torch.Tensor) -> None:
+        pred = pred.to(test.device)
+        metrics[f"{name}test_mse"] = float((pred - test).pow(2).mean())
+        metrics[f"{name}test_nmse"] = node.normalised_mse(pred, test)
+        instances[f"{name}test_nmse"] = node.per_trajectory_nmse(pred, test).tolist()
+
+    metrics: dict[str, float] = {}
+    instances: dict[str, list[float]] = {}
+    tuning = {"TRENDy": tuning_node}
+    pred = {k: node.predict(model, s[k][:, 0], th[k], cfg.euler_steps, frames) for k in s}
+    score("", pred["test"])
+    untrained = _fit(cfg, s["train"][fit], th["train"][fit], cfg.lr, box, epochs=0)
+    score("untrained_", node.predict(untrained, test[:, 0], th["test"], cfg.euler_steps, frames))
+    score("persistence_", test[:, :1].expand_as(test))
+    score("mean_trajectory_", s["train"].mean(0, keepdim=True).expand_as(test))
+    if cfg.noise > 0 or cfg.patches > 0:  # oracle: the clean fields, measured the same way
+        score("oracle_", reducer(measured(cfg, dataset, 0.0, 0.0)["test"]))
+    if cfg.sindycp:
+        bound = 10 * float(s["train"].abs().max())
+        start = time.perf_counter()
+        sindy, tuning["SINDyCP"] = tune_sindycp(cfg, s["train"], th["train"], fit, val, bound)
+        timings["sindycp_fit_seconds"] = time.perf_counter() - start
+        score("sindycp_", sindycp_predict(cfg, sindy, test[:, 0].cpu(), th["test"].cpu(), bound))
+    if cfg.system == "brusselator" and not cfg.data:
+        metrics.update(
+            bifurcation.classify_regimes(
+                pred["train"][:, -1].cpu().numpy(), dataset["regime_train"].numpy(),
+                pred["test"][:, -1].cpu().numpy(), dataset["regime_test"].numpy(),
+            )
+        )  # fmt: skip
+        for line, rows in sweeps.locate(cfg, model, reducer).items():
+            errs = [bifurcation.relative_error(r["pred"], r["true"]) for r in rows]
+            metrics[f"{line}_rel_err"] = float(np.mean(errs))
+            instances[f"{line}_rel_err"] = errs
+            instances[f"{line}_rows"] = rows
+    return Run(metrics, instances, model, reducer, tuning, timings)
 
 
 def train_and_evaluate(
     cfg: Config, workdir: str | Path, dataset: dict[str, torch.Tensor] | None = None
 ) -> dict[str, float]:
-    """Fit TRENDy (cfg.measurement) and SINDyCP for cfg.seed; writes workdir/config.json first."""
+    """Fit TRENDy (cfg.measurement) and SINDyCP for cfg.seed; writes workdir/config.json first,
+    then metrics.json, tuning.json (validation scores of each grid point) and, for the
+    Brusselator, bifurcations.json (the located lines per A)."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    if dataset is None:
+        cfg, dataset = load_dataset(cfg)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    dataset = data.make_dataset(cfg) if dataset is None else dataset
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    fields = {k: data.add_noise(dataset[k], cfg.noise, gen) for k in ("train", "test")}
-    if cfg.patches > 0:
-        fields = {k: data.add_patches(v, cfg.patches, gen) for k, v in fields.items()}
-    raw = {k: measure(cfg, v) for k, v in fields.items()}
-    reducer = node.Reducer(raw["train"], cfg.n_components)
-    s = {k: reducer(v).to(cfg.device) for k, v in raw.items()}
-    th = {k: dataset[f"theta_{k}"].to(cfg.device) for k in ("train", "test")}
-
-    model = node.fit_node(
-        s["train"], th["train"], steps=cfg.euler_steps, hidden=cfg.hidden, depth=cfg.depth,
-        epochs=cfg.epochs, lr=cfg.lr, beta=cfg.beta, seed=cfg.seed, quiet=cfg.quiet,
-        box=torch.tensor([cfg.param_low, cfg.param_high]),
-    )  # fmt: skip
-    pred = {k: node.predict(model, s[k][:, 0], th[k], cfg.euler_steps, cfg.n_frames) for k in s}
-    metrics = {
-        "test_mse": float((pred["test"] - s["test"]).pow(2).mean()),
-        "test_nmse": node.normalised_mse(pred["test"], s["test"]),
-    }
-    if cfg.sindycp:
-        sindy = baselines.fit_sindycp(
-            s["train"].cpu(), th["train"].cpu(), threshold=cfg.sindy_threshold
-        )
-        bound = 10 * float(s["train"].abs().max())
-        sindy_test = baselines.predict_sindycp(
-            sindy, s["test"][:, 0].cpu(), th["test"].cpu(), cfg.euler_steps, cfg.n_frames, bound
-        )
-        metrics["sindycp_test_mse"] = float((sindy_test - s["test"].cpu()).pow(2).mean())
-        metrics["sindycp_test_nmse"] = node.normalised_mse(sindy_test, s["test"].cpu())
-    if cfg.system == "brusselator":
-        scores = bifurcation.classify_regimes(
-            pred["train"][:, -1].cpu().numpy(), dataset["regime_train"].numpy(),
-            pred["test"][:, -1].cpu().numpy(), dataset["regime_test"].numpy(),
-        )  # fmt: skip
-        metrics.update(scores)
-        rows = locate_bifurcations(cfg, model, reducer)
-        for line in ("hopf", "turing"):
-            errs = [bifurcation.relative_error(r[f"{line}_pred"], r[f"{line}_true"]) for r in rows]
-            metrics[f"{line}_rel_err"] = float(np.mean(errs))
+    run = evaluate_run(cfg, dataset)
+    rows = {k[: -len("_rows")]: v for k, v in run.instances.items() if k.endswith("_rows")}
+    if rows:
         atomic_write_json(workdir / "bifurcations.json", rows)
-    atomic_write_json(workdir / "metrics.json", metrics)
-    return metrics
+    atomic_write_json(workdir / "tuning.json", run.tuning)
+    atomic_write_json(workdir / "metrics.json", run.metrics)
+    return run.metrics
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:
