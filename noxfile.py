@@ -120,6 +120,8 @@ def has_extra(path: str, extra: str) -> bool:
 def make_paper_sessions(slug: str, entry: dict) -> None:
     path = str(ROOT / entry["path"])
     no_deps = list(entry.get("no_deps", []))
+    # what a preset's bench needs beyond the core dependencies (e.g. diffusers for images)
+    bench_extra = "bench" if has_extra(path, "bench") else None
 
     def test_paper(session: nox.Session) -> None:
         install_project(session, path, "test", no_deps)
@@ -127,7 +129,7 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         session.run("pytest", "-q", *session.posargs, env=paper_env(session))
 
     def bench_paper(session: nox.Session) -> None:
-        install_project(session, path, None, no_deps)
+        install_project(session, path, bench_extra, no_deps)
         session.chdir(path)
         args = session.posargs or ["--preset", "quick"]
         session.run(entry["cli"], "bench", *args, env=paper_env(session))
@@ -137,7 +139,7 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         committed = Path(path) / "results" / f"{preset}.json"
         if not committed.exists():
             session.error(f"{committed} does not exist: nothing to verify")
-        install_project(session, path, None, no_deps)
+        install_project(session, path, bench_extra, no_deps)
         out = Path(session.create_tmp()) / f"verify-{preset}"
         shutil.rmtree(out, ignore_errors=True)
         session.chdir(path)
