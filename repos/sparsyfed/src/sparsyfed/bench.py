@@ -120,7 +120,9 @@ def comm_performance(cfg: Config, metrics: dict) -> list[dict]:
             {
                 "id": f"upload-nonzeros-s{s:g}",
                 "what": f"uploaded non-zeros over the run, SparsyFed s={s:g} vs dense FedAvg",
-                "ours": nnz,
+                "unit": "non-zeros",
+                "higher_is_better": False,
+                "ours_value": nnz,
                 "peer": "dense FedAvg",
                 "peer_value": dense_nnz,
                 "ratio": round(dense_nnz / nnz, 2),
