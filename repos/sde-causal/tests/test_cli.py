@@ -1,4 +1,5 @@
-"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+"""The command line: help, misuse exits 2 with one line naming the value, `discover` on a user's
+file, the README quick start runs."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import re
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TINY
 
+from sde_causal import paths_io, sde
 from sde_causal.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -17,7 +20,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def test_help_lists_commands(capsys):
     assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "bench" in out and "discover" in out
 
 
 @pytest.mark.parametrize(
@@ -25,13 +29,21 @@ def test_help_lists_commands(capsys):
     [
         (["fly"], "unknown command 'fly'"),
         (["train", "--preset", "huge"], "--preset must be one of"),
-        (["train", "--n-paths", "2"], "n_paths must be >= 8"),
+        (["train", "--n-paths", "2"], "n_paths and every n_grid entry must be >= 8"),
+        (["train", "--n-paths", "abc"], "Error parsing --n-paths"),
+        (["train", "--bogus", "1"], "Unrecognized options: --bogus"),
         (["bench", "--alpha", "1.5"], "alpha must be in (0, 1)"),
+        (["bench", "--incr-window", "0.9"], "incr_window values must be in (0, cut=0.5]"),
+        (["discover"], "the following arguments are required: --data"),
+        (["discover", "--data", "x.csv", "--n-perm", "many"], "invalid int value: 'many'"),
+        (["simulate", "--out", "x.txt"], "--out must end in .csv or .npz, got 'x.txt'"),
+        (["simulate", "--out", "x.csv", "--family", "cubic"], "invalid choice: 'cubic'"),
     ],
 )
-def test_misuse_exits_2_with_message(argv, message, capsys):
+def test_misuse_exits_2_with_one_line(argv, message, capsys):
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
@@ -39,14 +51,81 @@ def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
     assert "run `train" in capsys.readouterr().err
 
 
+def _write_edge_data(path: Path, n: int = 80) -> None:
+    graph = np.array([[False, True, False], [False, False, False], [False, False, False]])
+    model = sde.SDEModel("linear", np.zeros(3), 2.5 * graph, np.zeros((3, 3)))
+    paths, times = sde.observe(sde.simulate(model, n, 200, seed=3), 11, seed=3)
+    paths_io.write_paths(path, paths, times, ["rain", "flow", "noise"])
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_discover_reads_a_file_and_writes_graph_and_pvalues(tmp_path, suffix, capsys):
+    data = tmp_path / f"paths{suffix}"
+    _write_edge_data(data)
+    out = tmp_path / "out"
+    assert main(["discover", "--data", str(data), "--out", str(out), "--n-perm", "99"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    on_disk = json.loads((out / "discovery.json").read_text())
+    assert printed == on_disk and on_disk["variables"] == ["rain", "flow", "noise"]
+    edges = {(e["from"], e["to"]) for e in on_disk["edges"]}
+    assert ("rain", "flow") in edges and ("flow", "rain") not in edges
+    assert set(on_disk["p_max"]) == {
+        f"{a}->{b}" for a in on_disk["variables"] for b in on_disk["variables"] if a != b
+    }
+    assert on_disk["cut"] == 0.5 and on_disk["horizon"] == 0.5
+    assert (out / "graph.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize(
+    ("body", "extra", "message"),
+    [
+        (None, [], "no such file"),
+        ("", [], "empty file"),
+        ("time,path_id,a\n0,0,1\n0.5,0,x\n", [], "non-numeric value in column 'a' on line 3"),
+        ("time,path_id,a,b\n0,0,1\n", [], "rows have [3] fields"),
+        (
+            "time,path_id,a,b\n" + "".join(f"{t},{k},1,2\n" for k in range(3) for t in (0, 1)),
+            [],
+            "need >= 8 paths",
+        ),
+        ("edge", ["--cut", "1.5"], "s < s + h"),
+        ("edge", ["--alpha", "0"], "--alpha must be in (0, 1), got 0.0"),
+    ],
+)
+def test_discover_bad_input_is_one_line_naming_it(tmp_path, body, extra, message, capsys):
+    data = tmp_path / "user.csv"
+    if body == "edge":
+        _write_edge_data(data)
+    elif body is not None:
+        data.write_text(body)
+    assert main(["discover", "--data", str(data), "--out", str(tmp_path / "o"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    if body not in ("edge",):
+        assert "user.csv" in err
+
+
+def test_discover_rejects_other_suffixes_and_broken_npz(tmp_path, capsys):
+    bad = tmp_path / "paths.txt"
+    bad.write_text("time,path_id,a\n")
+    assert main(["discover", "--data", str(bad)]) == 2
+    assert "file must end in .csv or .npz" in capsys.readouterr().err
+    broken = tmp_path / "paths.npz"
+    broken.write_bytes(b"not a zip")
+    assert main(["discover", "--data", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "paths.npz: not an .npz archive" in err and len(err.strip().splitlines()) == 1
+
+
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `sde-causal ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = [shlex.split(c) for c in re.findall(r"^(sde-causal .+)$", section, re.MULTILINE)]
     assert commands, "the README's Quick start names no command"
+    assert any(c[1] == "discover" for c in commands)
     monkeypatch.chdir(tmp_path)
     shrink = []
-    for key, value in TINY.items():
+    for key, value in {**TINY, "tune_reps": 0, "irregular_reps": 0, "n_hidden": 0}.items():
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
             shrink.append(flag)
@@ -55,5 +134,18 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
         else:
             shrink += [flag, str(value)]
     for argv in commands:
-        assert main(argv[1:] + shrink) == 0, argv
+        extra = {"discover": ["--n-perm", "19", "--quiet"], "simulate": []}.get(argv[1], shrink)
+        assert main(argv[1:] + extra) == 0, argv
     assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "sde-causal"
+    assert (tmp_path / "results" / "figures" / "power_vs_n.png").exists()
+
+
+def test_unwritable_output_and_directory_input_are_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert main(["simulate", "--out", str(blocker / "sub" / "paths.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: cannot write") and len(err.splitlines()) == 1, err
+    assert main(["discover", "--data", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "a directory, not a file" in err and len(err.splitlines()) == 1, err

@@ -131,3 +131,37 @@ def test_null_permutations_swap_only_within_conditioning_neighbours():
 def test_alpha_outside_unit_interval_raises():
     with pytest.raises(ValueError, match="alpha must be in"):
         discovery.discover(3, discovery.dsep_oracle(np.zeros((3, 3), bool)), alpha=1.5)
+
+
+def _strong_edge_data(seed: int = 8) -> discovery.PathData:
+    graph = np.array([[False, True], [False, False]])
+    model = sde.SDEModel("linear", np.array([0.0, 0.0]), 2.5 * graph, np.zeros((2, 2)))
+    paths, times = sde.observe(sde.simulate(model, 60, 200, seed=seed), 11, seed=seed)
+    return discovery.PathData(paths, times, 0.5, 0.5)
+
+
+def test_negative_control_variants_lose_what_they_remove():
+    """shuffled: a strong edge is no longer found; no-cond: the time-reversed null (effect's
+    past vs cause's future) is rejected once the cause's own past is not conditioned on."""
+    test = discovery.SigKerTest(_strong_edge_data(), 0, 99, 0.01, seed=0)
+    assert test(0, 1) < 0.05
+    assert test.at(variant="shuffled")(0, 1) > 0.05
+    assert test(1, 0) > 0.05
+    assert test.at(variant="no-cond")(1, 0) < 0.05
+    assert test.at(ridge=0.3)._grams is test._grams  # variants share the cached Grams
+    with pytest.raises(ValueError, match="variant must be one of"):
+        test.at(variant="half")
+
+
+def test_quadratic_family_couples_through_the_parents_square():
+    """OLS of the child's drift on the parent and its square finds the weight on the square."""
+    graph = np.array([[False, True], [False, False]])
+    model = sde.model_from_graph(graph, "quadratic", np.random.default_rng(11))
+    x = sde.simulate(model, 4000, 200, seed=12)
+    t = np.arange(20, 190, 5)
+    parent, child = x[:, t, 0].ravel(), x[:, t, 1].ravel()
+    drift = ((x[:, t + 1, 1] - x[:, t, 1]) * 200).ravel()
+    design = np.column_stack([np.ones_like(parent), child, parent, parent**2])
+    coef = np.linalg.lstsq(design, drift, rcond=None)[0]
+    w = model.drift[0, 1]
+    assert abs(coef[3] - w) < 0.3 and abs(coef[2]) < 0.3, (coef, w)

@@ -89,3 +89,27 @@ def test_constant_padding_of_a_segment_leaves_the_kernel_unchanged():
 def test_bad_paths_raise_clear_errors(x, y, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         sigkernel.gram(x, y)
+
+
+@pytest.mark.parametrize("refinement", [0, 1, 3])
+@pytest.mark.parametrize("sigma", [None, 0.6])
+def test_pysiglib_gram_used_by_the_test_equals_numpy_reference(refinement, sigma):
+    """The CI test's Grams (pysiglib, chunked) equal our numpy solver, symmetric or not."""
+    x = sigkernel.add_time(_walks(40, 7, 1, seed=9), np.linspace(0, 0.5, 7))
+    y = sigkernel.add_time(_walks(5, 9, 1, seed=10), np.linspace(0, 0.5, 9))
+    np.testing.assert_allclose(
+        sigkernel.pysiglib_gram(x, sigma=sigma, refinement=refinement),
+        sigkernel.gram(x, sigma=sigma, refinement=refinement),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    np.testing.assert_allclose(
+        sigkernel.pysiglib_gram(x, y, sigma=sigma, refinement=refinement),
+        sigkernel.gram(x, y, sigma=sigma, refinement=refinement),
+        rtol=1e-10,
+        atol=1e-10,
+    )
+    seg = citest.normalised_gram(x, refinement)
+    np.testing.assert_allclose(np.diag(seg), 1.0)
+    with pytest.raises(ValueError, match="same number of channels"):
+        sigkernel.pysiglib_gram(x, np.zeros((2, 5, 3)))

@@ -5,6 +5,8 @@ whole-graph baselines (linear Granger, tigramite PCMCI) run natively.
   as SigKer-CI, each segment a plain vector.
 - Partial correlation on increments: Fisher-z between i's last-window increment and j's future
   increment, given j's last-window increment and level and the increments of S.
+Every hyperparameter (KCI's ridge, the increment window, Granger's lags, PCMCI's tau_max) is a
+constructor argument, tuned like SigKer-CI's ridge on validation null data (`tuning.py`).
 - Linear Granger: pooled OLS of j's increments on lags of j, S and i; F-test of i's lags.
 - PCMCI (tigramite, ParCorr): links i(t - tau) -> j(t), tau = 1..tau_max, Bonferroni over lags.
 """
@@ -33,10 +35,14 @@ def _standardise(x: np.ndarray) -> np.ndarray:
 
 
 class KCIFlatTest:
-    """KCI (Zhang et al. 2011, causal-learn) with the path segments flattened to vectors."""
+    """KCI (Zhang et al. 2011, causal-learn) with the path segments flattened to vectors.
 
-    def __init__(self, data: PathData):
-        self.data = data
+    `eps` is KCI's ridge (causal-learn's epsilon_x = epsilon_y) as a multiple of n, the same
+    parametrisation as SigKer-CI's ridge; causal-learn's fixed 1e-3 is eps = 1e-5 at n = 100.
+    """
+
+    def __init__(self, data: PathData, eps: float = 1e-5):
+        self.data, self.eps = data, eps
 
     def __call__(self, i: int, j: int, cond: Sequence[int] = ()) -> float:
         s, h = self.data.s, self.data.h
@@ -45,7 +51,9 @@ class KCIFlatTest:
         z = np.hstack(
             [_flat(self.data, j, 0.0, s), *(_flat(self.data, k, 0.0, s + h) for k in cond)]
         )
-        p, _ = KCI_CInd().compute_pvalue(_standardise(x), _standardise(y), _standardise(z))
+        kci = KCI_CInd()
+        kci.epsilon_x = kci.epsilon_y = self.eps * len(x)
+        p, _ = kci.compute_pvalue(_standardise(x), _standardise(y), _standardise(z))
         return float(p)
 
 
@@ -70,14 +78,14 @@ def partial_corr_pvalue(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> float:
 
 
 class PartialCorrIncrementTest:
-    """Partial correlation on increments over [s - h, s] (past) and [s, s + h] (future)."""
+    """Partial correlation on increments over [s - window, s] (past) and [s, s + h] (future)."""
 
-    def __init__(self, data: PathData):
-        self.data = data
+    def __init__(self, data: PathData, window: float = 0.5):
+        self.data, self.window = data, window
 
     def __call__(self, i: int, j: int, cond: Sequence[int] = ()) -> float:
         s, h = self.data.s, self.data.h
-        lo = max(0.0, s - h)
+        lo = max(0.0, s - self.window)
         z = [_increment(self.data, j, lo, s), _value_at(self.data, j, s)]
         for k in cond:
             z += [_increment(self.data, k, lo, s), _increment(self.data, k, s, s + h)]

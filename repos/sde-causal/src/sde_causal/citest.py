@@ -1,12 +1,13 @@
-"""The signature-kernel CI test on path segments (paper Sec. 4-5).
+"""The signature-kernel CI test on path segments (paper Sec. 3.2).
 
 The hypothesis for a candidate edge i -> j at cut time s with horizon h is
-`X^i_[0,s]  _||_  X^j_[s,s+h]  |  X^j_[0,s], X^S_[0,s+h]` (paper Thm. 3.3 / Alg. 1): the past of i
+`X^i_[0,s]  _||_  X^j_[s,s+h]  |  X^j_[0,s], X^S_[0,s+h]` (paper Prop. 3.1 / Alg. 1): the past of i
 against the future of j, given the past of j and the conditioning set's paths up to s+h.
 Each segment gets a time-augmented signature kernel (RBF static kernel, median bandwidth), the
 conditioning kernel is the product of its parts, the statistic is a kernel-ridge residualised
 HSIC (as in KCI), and the null is a conditional permutation: X is swapped within pairs of
 samples that are nearest neighbours in the conditioning kernel's metric (SDCIT/KCIPT-style).
+The paper uses KCIPT/SDCIT themselves (per secondary sources); README Deviations has the match.
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ def segment(paths: np.ndarray, times: np.ndarray, lo: float, hi: float) -> np.nd
 
 
 def normalised_gram(seg: np.ndarray, refinement: int) -> np.ndarray:
-    """Unit-diagonal signature Gram with an RBF static kernel at the median-heuristic bandwidth."""
-    k = sigkernel.gram(seg, sigma=sigkernel.median_bandwidth(seg), refinement=refinement)
+    """Unit-diagonal signature Gram with an RBF static kernel at the median-heuristic bandwidth.
+
+    Solved by pysiglib (`sigkernel.pysiglib_gram`); the numpy solver is the tested reference.
+    """
+    k = sigkernel.pysiglib_gram(seg, sigma=sigkernel.median_bandwidth(seg), refinement=refinement)
     diag = np.diag(k).copy()
     return sigkernel.normalise(k, diag, diag)
 

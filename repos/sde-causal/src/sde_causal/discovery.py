@@ -69,17 +69,42 @@ class PathData:
 
 
 class SigKerTest:
-    """SigKer-CI edge test `X^i_[0,s] _||_ X^j_[s,s+h] | X^j_[0,s], X^S_[0,s+h]`, Grams cached."""
+    """SigKer-CI edge test `X^i_[0,s] _||_ X^j_[s,s+h] | X^j_[0,s], X^S_[0,s+h]`, Grams cached.
 
-    def __init__(self, data: PathData, refinement: int, n_perm: int, ridge: float, seed: int):
-        self.data, self.refinement, self.n_perm, self.ridge, self.seed = (
-            data,
-            refinement,
-            n_perm,
-            ridge,
-            seed,
-        )
+    `variant` names the negative controls of the benchmark: "no-cond" drops the conditioning
+    set (the test's ingredient that makes it a CI test), "shuffled" permutes the paths of i's
+    past across samples (no dependence left by construction).
+    """
+
+    VARIANTS = ("full", "no-cond", "shuffled")
+
+    def __init__(
+        self,
+        data: PathData,
+        refinement: int,
+        n_perm: int,
+        ridge: float,
+        seed: int,
+        variant: str = "full",
+    ):
+        if variant not in self.VARIANTS:
+            raise ValueError(f"variant must be one of {self.VARIANTS}, got {variant!r}")
+        self.data, self.refinement, self.n_perm = data, refinement, n_perm
+        self.ridge, self.seed, self.variant = ridge, seed, variant
         self._grams: dict[tuple[int, str], np.ndarray] = {}
+
+    def at(self, ridge: float | None = None, variant: str | None = None) -> SigKerTest:
+        """The same test with another ridge or variant, sharing the cached Grams."""
+        other = SigKerTest(
+            self.data,
+            self.refinement,
+            self.n_perm,
+            self.ridge if ridge is None else ridge,
+            self.seed,
+            self.variant if variant is None else variant,
+        )
+        other._grams = self._grams
+        return other
 
     def gram(self, k: int, part: str) -> np.ndarray:
         """Normalised signature Gram of variable k on its past, future or past+future window."""
@@ -99,10 +124,15 @@ class SigKerTest:
         kz = self.gram(j, "past").copy()
         for k in cond:
             kz *= self.gram(k, "upto")
+        kx = self.gram(i, "past")
         rng = np.random.default_rng([self.seed, i, j, *cond])
-        return citest.kernel_ci_test(
-            self.gram(i, "past"), self.gram(j, "future"), kz, self.n_perm, rng, self.ridge
-        )[1]
+        if self.variant == "no-cond":
+            kz = None
+        elif self.variant == "shuffled":
+            perm = np.random.default_rng([self.seed, i, j, *cond, 7]).permutation(len(kx))
+            kx = kx[np.ix_(perm, perm)]
+        ky = self.gram(j, "future")
+        return citest.kernel_ci_test(kx, ky, kz, self.n_perm, rng, self.ridge)[1]
 
 
 def discover(

@@ -7,6 +7,7 @@ errors: NaN values, single time points, ragged paths, header/row width mismatche
 from __future__ import annotations
 
 import csv
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -71,26 +72,70 @@ def write_paths(path: str | Path, paths: np.ndarray, times: np.ndarray, names: l
 
 
 def read_paths(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a .csv or .npz tidy table -> (paths (n, L, d), times (n, L), variable names)."""
+    """Read a .csv or .npz tidy table -> (paths (n, L, d), times (n, L), variable names).
+
+    Every problem (missing file, wrong suffix, unreadable or malformed content) raises a
+    ValueError whose message starts with the file's name.
+    """
     path = Path(path)
+    if not path.is_file():
+        raise ValueError(
+            f"{path}: {'a directory, not a file' if path.is_dir() else 'no such file'}"
+        )
+    try:
+        return _read(path)
+    except ValueError as exc:
+        raise ValueError(f"{path.name}: {exc}") from None
+    except (OSError, UnicodeDecodeError, zipfile.BadZipFile, EOFError) as exc:
+        raise ValueError(f"{path.name}: unreadable ({type(exc).__name__}: {exc})") from None
+
+
+def _read(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     if path.suffix == ".npz":
-        with np.load(path) as z:
+        if not zipfile.is_zipfile(path):
+            raise ValueError("not an .npz archive (written by numpy.savez)")
+        with np.load(path, allow_pickle=False) as z:
             names = [k for k in z.files if k not in ("time", "path_id")]
             if "time" not in z.files or "path_id" not in z.files:
-                raise ValueError(f"{path.name} needs arrays 'time' and 'path_id', has {z.files}")
-            rows = np.column_stack([z["time"], z["path_id"], *(z[k] for k in names)])
+                raise ValueError(f"needs arrays 'time' and 'path_id', has {z.files}")
+            cols = [z["time"], z["path_id"], *(z[k] for k in names)]
+            if len({c.shape for c in cols}) != 1 or cols[0].ndim != 1:
+                raise ValueError(f"arrays must be 1-d of one length, got {[c.shape for c in cols]}")
+            rows = np.column_stack(cols)
     elif path.suffix == ".csv":
         with path.open(newline="") as fh:
-            header, *body = list(csv.reader(fh))
+            table = list(csv.reader(fh))
+        if not table:
+            raise ValueError("empty file; expected a header time,path_id,<variables>")
+        header, *body = table
         if header[:2] != ["time", "path_id"]:
             raise ValueError(f"CSV header must start with time,path_id; got {header[:2]}")
         names = header[2:]
+        if not names:
+            raise ValueError("the header names no variable after time,path_id")
+        if not body:
+            raise ValueError("no data rows after the header")
         widths = {len(r) for r in body}
         if widths != {len(header)}:
             raise ValueError(
                 f"rows have {sorted(widths)} fields but the header names {len(header)} columns"
             )
-        rows = np.array(body, dtype=np.float64)
+        try:
+            rows = np.array(body, dtype=np.float64)
+        except ValueError:
+            line, col = _first_non_numeric(header, body)
+            raise ValueError(f"non-numeric value in column {col!r} on line {line}") from None
     else:
         raise ValueError(f"file must end in .csv or .npz, got {path.name}")
     return from_table(rows, names)
+
+
+def _first_non_numeric(header: list[str], body: list[list[str]]) -> tuple[int, str]:
+    """(file line, column name) of the first cell that is not a number."""
+    for k, row in enumerate(body):
+        for name, cell in zip(header, row):
+            try:
+                float(cell)
+            except ValueError:
+                return k + 2, name
+    return 0, "?"

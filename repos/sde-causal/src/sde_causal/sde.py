@@ -1,4 +1,4 @@
-"""SDE models with known dependence graphs, simulated by Euler-Maruyama (paper Sec. 2 and Sec. 6).
+"""SDE models with known dependence graphs, simulated by Euler-Maruyama (paper Sec. 2 and Sec. 4).
 
 `dX^k_t = mu^k(X_[0,t]) dt + sigma^k(X_[0,t]) dW^k_t`, independent Brownian motions and initial
 values. `drift[j, k] != 0` means X^j enters mu^k; `diffusion[j, k] != 0` means X^j enters sigma^k.
@@ -11,7 +11,11 @@ import dataclasses
 
 import numpy as np
 
-FAMILIES = ("linear", "tanh", "diffusion", "path")
+FAMILIES = ("linear", "tanh", "diffusion", "path", "quadratic")
+DRIFT_FAMILIES = tuple(f for f in FAMILIES if f != "diffusion")
+# Families whose coupling a linear model of the parent's lagged values cannot represent: an
+# even function of the parent (quadratic) or a coupling through the noise level (diffusion).
+LINEAR_MISSPECIFIED = ("diffusion", "quadratic")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +23,8 @@ class SDEModel:
     """A d-variable SDE; matrices are (d, d), entry [parent, child]."""
 
     family: str
-    """linear (OU), tanh drift, diffusion-only coupling, or path (drift on the parent's running mean)."""
+    """linear (OU), tanh drift, diffusion-only coupling, path (drift on the parent's running
+    mean), or quadratic (drift on the parent's square: no linear trace)."""
     self_drift: np.ndarray
     """(d,) mean-reversion rates a_k: mu^k contains -a_k X^k."""
     drift: np.ndarray
@@ -89,6 +94,8 @@ def simulate(
         parent = x[:, seen]
         if model.family == "tanh":
             parent = np.tanh(parent)
+        elif model.family == "quadratic":
+            parent = parent**2
         elif model.family == "path":
             parent = running_sum[:, seen] / (seen + 1)
         mu = -model.self_drift * now + parent @ model.drift
