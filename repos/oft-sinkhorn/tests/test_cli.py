@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import warnings
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import SHRINK
 
 from oft_sinkhorn.cli import main
@@ -28,12 +30,24 @@ def test_help_lists_commands(capsys):
         (["train", "--generator", "grid"], "generator must be one of"),
         (["train", "--eps", "0.1", "0.3"], "eps must be positive and decreasing"),
         (["train", "--instance", "missing.min"], "missing.min"),
+        (["train", "--solver", "newton"], "solver must be one of"),
+        (["bench", "--families", "netgen", "grid"], "families must be a non-empty subset"),
+        (["train", "--damping", "1.5"], "damping must lie in (-1, 1)"),
+        (["train", "--node-share", "2"], "need node_share in [0, 1]"),
+        (["bench", "--preset", "paper", "--compare-n", "5"], "compare_n=5"),
+        (["train", "--device", "warp"], "device must be cpu, cuda or cuda:N, got 'warp'"),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a failed `train` may already have written runs/quick/config.json
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_missing_gpu_is_a_clear_error(capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["bench", "--preset", "full"]) == 2
+    assert "device 'cuda' is not available" in capsys.readouterr().err
 
 
 def test_malformed_dimacs_exits_2_naming_the_line(tmp_path, capsys):
@@ -59,3 +73,13 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch):
     for argv in commands:
         assert main(argv[1:] + SHRINK) == 0, argv
     assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "oft-sinkhorn"
+
+
+def test_readme_python_snippet_converges_without_warnings(capsys):
+    """The README's Python block runs as printed, every stage reaches tol, nothing is warned."""
+    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(compile(code, "README.md", "exec"), {})  # noqa: S102 -- the README is ours
+    assert capsys.readouterr().out.startswith("True ")

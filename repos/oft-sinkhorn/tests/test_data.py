@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from oft_sinkhorn import data, eoft
+from oft_sinkhorn import data, solvers
 
 CHAIN = {"n": 3, "tail": [0, 1], "head": [1, 2], "cost": [1.0, 1.0], "supply": [1.0, 0.0, -1.0]}
 
@@ -53,7 +53,7 @@ def test_bad_instances_raise_clear_errors(change, message):
 def test_solver_rechecks_instances_built_by_hand():
     good = data.make_instance(**CHAIN)
     with pytest.raises(ValueError, match="supplies must sum to 0"):
-        eoft.oft_sinkhorn(dataclasses.replace(good, supply=np.array([2.0, 0.0, -1.0])), (0.1,))
+        solvers.oft_sinkhorn(dataclasses.replace(good, supply=np.array([2.0, 0.0, -1.0])), (0.1,))
 
 
 @pytest.mark.parametrize(

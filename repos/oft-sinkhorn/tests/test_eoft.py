@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
 import torch
 
-from oft_sinkhorn import baselines, data, eoft
+from oft_sinkhorn import baselines, data, eoft, solvers
 
 
 def solve(inst, eps, **kwargs):
-    return eoft.oft_sinkhorn(inst, eps, **kwargs)
+    return solvers.oft_sinkhorn(inst, eps, **kwargs)
 
 
 def test_balance_root_solves_the_node_equation():
@@ -40,6 +41,23 @@ def test_segment_logsumexp_matches_a_python_loop():
         members = [float(v) for v, j in zip(values, index) if j == i]
         want = np.logaddexp.reduce(members) if members else -np.inf
         assert float(got[i]) == pytest.approx(want, rel=1e-12)
+
+
+def test_segment_logsumexp_matches_torch_geometric():
+    """Against PyG's segment_logsumexp (which needs a sorted index and writes 0, not -inf, for an
+    empty segment), on an unsorted index with large and tiny values."""
+    pyg = pytest.importorskip("torch_geometric.utils")
+    gen = torch.Generator().manual_seed(1)
+    index = torch.randint(0, 40, (500,), generator=gen)
+    values = 300 * torch.randn(500, generator=gen, dtype=torch.float64)
+    ours = eoft.segment_logsumexp(values, index, 45)
+    order = torch.argsort(index, stable=True)
+    ptr = torch.zeros(46, dtype=torch.long)
+    ptr[1:] = torch.cumsum(torch.bincount(index, minlength=45), 0)
+    theirs = pyg.segment_logsumexp(values[order], ptr, dim=0)
+    empty = torch.bincount(index, minlength=45) == 0
+    assert empty.any() and torch.all(torch.isneginf(ours[empty]))
+    torch.testing.assert_close(ours[~empty], theirs[~empty], rtol=1e-12, atol=1e-9)
 
 
 @pytest.mark.parametrize("kernel", ["sparse", "dense"])
@@ -121,3 +139,70 @@ def test_solver_refuses_bad_arguments():
         solve(inst, (1.0, 0.0))
     with pytest.raises(ValueError, match="kernel must be one of"):
         solve(inst, (1.0,), kernel="blocked")
+    with pytest.raises(ValueError, match="solver must be one of"):
+        solve(inst, (1.0,), solver="newton")
+    with pytest.raises(ValueError, match="damping must lie in"):
+        solve(inst, (1.0,), damping=1.0)
+
+
+NODE_CAPPED = data.netgen_mcf(60, seed=2, node_share=0.5)
+EPS = tuple(100 * e for e in (0.3, 0.1, 0.03, 0.01, 0.003))
+
+
+@pytest.mark.parametrize("solver", solvers.SOLVERS)
+def test_every_solver_reaches_the_same_node_capacitated_fixed_point(solver):
+    """Beyond toy size (60 nodes, arc and node bounds): the three solvers agree with each other and
+    end within tolerance, inside every bound, and close to the exact optimum."""
+    tol = 1e-6 if solver == "lbfgs" else 1e-7  # L-BFGS stalls near 1e-7 (float64 dual value)
+    reference = solve(NODE_CAPPED, EPS[:3], solver="anderson", tol=1e-10, max_iter=50_000)[-1]
+    stage = solve(NODE_CAPPED, EPS[:3], solver=solver, tol=tol, max_iter=200_000)[-1]
+    assert stage.converged and stage.residual + stage.node_excess < tol
+    np.testing.assert_allclose(stage.flow, reference.flow, rtol=0, atol=1e-2)  # flows up to ~3e3
+    assert eoft.capacity_violation(NODE_CAPPED, stage.flow) < 1e-5  # node excess is ~tol
+
+
+def test_node_bounds_bind_and_the_restored_gap_is_small():
+    exact = baselines.highs_lp(NODE_CAPPED)
+    free = dataclasses.replace(NODE_CAPPED, node_capacity=np.full(NODE_CAPPED.n, np.inf))
+    assert exact.cost > baselines.highs_lp(free).cost * 1.001  # the node bounds matter here
+    stage = solve(NODE_CAPPED, EPS, solver="anderson", max_iter=50_000)[-1]
+    restored = baselines.restore_feasibility(NODE_CAPPED, stage.flow)
+    assert stage.converged and eoft.capacity_violation(NODE_CAPPED, stage.flow) < 1e-3
+    assert 0 <= (restored.cost - exact.cost) / exact.cost < 0.01
+
+
+def test_dual_gradient_matches_autograd():
+    """solvers.dual's analytic gradient equals the autograd gradient of its value."""
+    prob = eoft.Problem(NODE_CAPPED, "sparse", "cpu", torch.float64)
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(prob.n + int(prob.capped.sum()), generator=gen, dtype=torch.float64)
+    x[prob.n :] = x[prob.n :].abs()
+    x.requires_grad_(True)
+    value, grad, _ = solvers.dual(prob, x, eps=5.0)
+    (auto,) = torch.autograd.grad(value, x)
+    torch.testing.assert_close(grad, auto, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("solver", solvers.SOLVERS)
+def test_budget_exhaustion_is_flagged_and_warned(solver):
+    """max_iter is a hard cap for every solver (L-BFGS stops inside a line search too)."""
+    inst = data.netgen_mcf(40, seed=0)
+    with pytest.warns(solvers.ConvergenceWarning, match="max_iter=5"):
+        stages = solve(inst, (10.0, 1.0), max_iter=5, solver=solver)
+    assert not any(s.converged for s in stages) and all(s.iterations == 5 for s in stages)
+    (done,) = solve(inst, (10.0,), max_iter=50_000)
+    assert done.converged and done.residual < 1e-4
+
+
+def test_restoration_makes_any_flow_feasible_and_never_undercuts_the_optimum():
+    inst = data.netgen_mcf(40, seed=1, node_share=0.5)
+    exact = baselines.highs_lp(inst)
+    rng = np.random.default_rng(0)
+    for flow in (exact.flow, exact.flow * rng.uniform(0.5, 1.5, inst.n_arcs), 0 * exact.flow):
+        fixed = baselines.restore_feasibility(inst, flow)
+        assert eoft.balance_residual(inst, fixed.flow) < 1e-9
+        assert eoft.capacity_violation(inst, fixed.flow) < 1e-9
+        assert fixed.cost >= exact.cost * (1 - 1e-9)
+    assert baselines.restore_feasibility(inst, exact.flow).cost == pytest.approx(exact.cost)
+    floor = baselines.cost_blind_flow(inst)
+    assert eoft.balance_residual(inst, floor.flow) < 1e-9 and floor.cost > exact.cost

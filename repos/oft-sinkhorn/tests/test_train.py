@@ -6,17 +6,33 @@ import dataclasses
 import json
 import math
 
+import numpy as np
+import pytest
+
 from oft_sinkhorn import baselines, data
 from oft_sinkhorn.config import PRESETS
 from oft_sinkhorn.train import evaluate, train_and_evaluate
 
 
-def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
+def test_smoke_writes_config_stages_and_finite_metrics(tiny, tmp_path):
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["n"] == tiny.n
-    assert {"gap", "residual", "capacity_violation", "optimum", "ortools_seconds"} <= set(metrics)
+    assert {"gap", "restored_gap", "residual", "capacity_violation", "optimum", "converged"} <= set(
+        metrics
+    )
     assert all(math.isfinite(v) for v in metrics.values())
     assert evaluate(tmp_path / "run") == metrics
+    stages = json.loads((tmp_path / "run" / "stages.json").read_text())
+    assert [s["eps"] / 100 for s in stages] == pytest.approx(tiny.eps)  # netgen costs reach 100
+    assert all(s["converged"] for s in stages) and metrics["converged"] == 1.0
+    flow = np.load(tmp_path / "run" / "flow.npy")
+    assert flow.shape == (data.netgen_mcf(tiny.n, tiny.seed).n_arcs,)
+
+
+def test_corrupt_metrics_file_is_a_clear_error(tmp_path):
+    (tmp_path / "metrics.json").write_text("{not json")
+    with pytest.raises(ValueError, match="metrics.json is not valid JSON"):
+        evaluate(tmp_path)
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):
@@ -36,8 +52,10 @@ def test_train_solves_a_dimacs_file(tiny, tmp_path):
     assert metrics["optimum"] == baselines.ortools_mcf(inst).cost
 
 
-def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
-    full = dataclasses.replace(PRESETS["full"], device="cpu", n=20, max_iter=1)
-    metrics = train_and_evaluate(full, tmp_path)
+@pytest.mark.parametrize("preset", ["paper", "full"])
+def test_other_presets_run_one_step_at_tiny_size(preset, tmp_path):
+    cfg = dataclasses.replace(PRESETS[preset], device="cpu", n=20, max_iter=1)
+    with pytest.warns(UserWarning, match="spent max_iter=1"):
+        metrics = train_and_evaluate(cfg, tmp_path)
     assert all(math.isfinite(v) for v in metrics.values())
-    assert metrics["iterations"] == len(full.eps)  # one step per eps stage
+    assert metrics["iterations"] == len(cfg.eps) and metrics["converged"] == 0.0

@@ -1,42 +1,47 @@
-"""Quick benchmark: every family x size x seed through train.evaluate_instance, POT on bipartite
-graphs, then the claims (thresholds below, compared with measured metrics), speed figures and plots."""
+"""The benchmark: POT on bipartite graphs, solver tuning on validation instances, the sweep of
+families x sizes x seeds, the side-by-side solver comparison, negative controls and timing rows;
+then claims (claims.py), figures, and results/<preset>.json."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.ticker import NullFormatter
 from tqdm import tqdm
 
-from . import baselines, data, eoft
-from .config import GENERATORS, Config, validate
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import EXACT_NAMES, evaluate_instance, generate
+from . import baselines, data, solvers
+from .claims import CAPPED_ITER, compute_claims, figures, performance
+from .config import SOLVERS, Config, validate
+from .results import atomic_write_json, results_document, summarize
+from .train import EXACT_NAMES, evaluate_instance, exact_reference, generate, solve, stage_metrics
 
 PAPER = "oft-sinkhorn"
-POT_TOL = 1e-6  # max |P_ours - P_POT| on bipartite graphs
-GAP_TOL = 0.01  # relative optimality gap at the smallest eps
-RESIDUAL_TOL = 1e-3  # relative balance residual ||P1 - P^T 1 - s||_1 / ||s||_1
-CAPACITY_TOL = 1e-3  # max (P - c)_+ / c
-GATED = ("uniform", "netgen")  # the uncapacitated families of the gap claim
+# The same small grid (3 settings) for every solver, default last; damping -0.2 is over-relaxation.
+GRID = {
+    "jacobi": [{"damping": d} for d in (-0.2, 0.25, 0.5)],
+    "anderson": [{"memory": m} for m in (5, 20, 10)],
+    "lbfgs": [{"memory": m} for m in (5, 20, 10)],
+}
+VALIDATION_SEED = 1000  # never among the benchmark seeds
+VALIDATION_FAMILIES = ("netgen", "netgen-node")
 
 
 def pot_comparison(cfg: Config, seed: int) -> dict[str, float]:
-    """OFT-Sinkhorn on a bipartite graph against POT's Sinkhorn at the same eps."""
+    """OFT-Sinkhorn on a bipartite graph against POT's Sinkhorn at the same eps (and, as the
+    negative control, at twice that eps)."""
     inst, a, b, cost = data.bipartite(cfg.bipartite_size, cfg.bipartite_size, seed)
     start = time.perf_counter()
     reference = baselines.pot_sinkhorn(a, b, cost, cfg.bipartite_eps)
     pot_seconds = time.perf_counter() - start
+    other = baselines.pot_sinkhorn(a, b, cost, 2 * cfg.bipartite_eps)
     torch.set_num_threads(cfg.threads)
-    (stage,) = eoft.oft_sinkhorn(
+    (stage,) = solvers.oft_sinkhorn(
         inst,
         (cfg.bipartite_eps,),
         tol=1e-12,
@@ -44,26 +49,131 @@ def pot_comparison(cfg: Config, seed: int) -> dict[str, float]:
         kernel=cfg.kernel,
         device=cfg.device,
     )
-    diff = np.abs(stage.flow.reshape(cost.shape) - reference).max()
-    return {"max_abs_diff": float(diff), "oft_seconds": stage.seconds, "pot_seconds": pot_seconds}
+    plan = stage.flow.reshape(cost.shape)
+    return {
+        "max_abs_diff": float(np.abs(plan - reference).max()),
+        "max_abs_diff_2eps": float(np.abs(plan - other).max()),
+        "oft_seconds": stage.seconds,
+        "pot_seconds": pot_seconds,
+    }
 
 
-def sweep(cfg: Config) -> dict[tuple[str, int], dict[str, list[float]]]:
-    """Metrics of every (family, N) over the seeds, as lists of per-seed values."""
-    runs = [(f, n, s) for f in GENERATORS for n in cfg.sizes for s in cfg.seeds]
-    table: dict[tuple[str, int], dict[str, list[float]]] = {}
-    bar = tqdm(runs, desc="instances", disable=cfg.quiet or not sys.stderr.isatty())
+def tune(cfg: Config) -> dict:
+    """Each solver's setting from GRID with the fewest iterations to tolerance over the whole
+    schedule on the validation instances. Iterations, not seconds, so that the choice is
+    deterministic. Settings run default (last in the grid) first; a setting stops once it has
+    spent the best total so far (it cannot win) or misses tol at a stage, and then scores inf.
+    """
+    instances = [
+        generate(f, cfg.tune_n, VALIDATION_SEED, cfg.degree, cfg.node_share)
+        for f in VALIDATION_FAMILIES
+    ]
+    scores, chosen = {}, {}
+    for solver, grid in GRID.items():
+        best = None
+        for setting in grid[::-1]:
+            run = dataclasses.replace(cfg, solver=solver, **setting)
+            total = 0.0
+            budget = int(best) if best is not None and np.isfinite(best) else 10**9
+            for inst in instances:
+                try:
+                    stages = solve(inst, run, budget=max(budget - int(total), 0))
+                except FloatingPointError:
+                    stages = []
+                done = len(stages) == len(cfg.eps) and all(s.converged for s in stages)
+                total = total + sum(s.iterations for s in stages) if done else float("inf")
+                if not done:
+                    break
+            scores[f"{solver} {setting}"] = total
+            if best is None or total < best:
+                best, chosen[solver] = total, setting
+        if not np.isfinite(best):
+            chosen[solver] = grid[-1]
+    return {
+        "grid": GRID,
+        "validation": {"families": list(VALIDATION_FAMILIES), "n": cfg.tune_n},
+        "validation_seed": VALIDATION_SEED,
+        "score": "total iterations to tol over the schedule and instances (inf: a stage missed "
+        "tol, or the setting spent the best total without finishing)",
+        "scores": scores,
+        "chosen": chosen,
+    }
+
+
+def add(table: dict, key, metrics: dict) -> None:
+    for name, value in metrics.items():
+        table.setdefault(key, {}).setdefault(name, []).append(value)
+
+
+def progress(cfg: Config, runs, desc: str):
+    return tqdm(runs, desc=desc, disable=cfg.quiet or not sys.stderr.isatty())
+
+
+def sweep(cfg: Config, references: dict) -> dict:
+    """Metrics of every (family, N) over the seeds with cfg's solver, plus timing rows."""
+    runs = [(f, n, s) for f in cfg.families for n in cfg.sizes for s in cfg.seeds]
+    runs += [(f, n, cfg.seeds[0]) for f in ("uniform", "netgen") for n in cfg.timing_sizes]
+    table: dict = {}
+    bar = progress(cfg, runs, "sweep")
     for family, n, seed in bar:
-        metrics = evaluate_instance(generate(family, n, seed, cfg.degree), cfg)
-        bar.set_postfix(
-            family=family, n=n, gap=f"{metrics['gap']:.2e}", residual=f"{metrics['residual']:.1e}"
-        )
-        for key, value in metrics.items():
-            table.setdefault((family, n), {}).setdefault(key, []).append(value)
+        inst = generate(family, n, seed, cfg.degree, cfg.node_share)
+        references[(family, n, seed)] = exact_reference(inst)
+        metrics = evaluate_instance(inst, cfg, references[(family, n, seed)])
+        bar.set_postfix(family=family, n=n, gap=f"{metrics['restored_gap']:.1e}")
+        add(table, (family, n), metrics)
     return table
 
 
-def collect_metrics(table, pot_runs) -> dict[str, dict[str, dict]]:
+def compare(cfg: Config, chosen: dict, references: dict) -> dict:
+    """Every solver, tuned, on the same comparison instances with a budget large enough for
+    plain OFT-Sinkhorn to reach the tolerance."""
+    runs = [(sol, f, s) for sol in SOLVERS for f in cfg.compare_families for s in cfg.seeds]
+    table: dict = {}
+    for solver, family, seed in progress(cfg, runs, "solvers"):
+        inst = generate(family, cfg.compare_n, seed, cfg.degree, cfg.node_share)
+        key = (family, cfg.compare_n, seed)
+        if key not in references:
+            references[key] = exact_reference(inst)
+        run = dataclasses.replace(
+            cfg, solver=solver, max_iter=cfg.compare_max_iter, **chosen[solver]
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", solvers.ConvergenceWarning)
+            add(table, (solver, family), evaluate_instance(inst, run, references[key]))
+    return table
+
+
+def controls(cfg: Config, references: dict) -> dict:
+    """Negative controls at N = control_n: the solver capped at CAPPED_ITER iterations per stage
+    (uncapacitated families) and the solver with every capacity dropped (capacitated ones)."""
+    table: dict = {}
+    capped_cfg = dataclasses.replace(cfg, solver="jacobi", max_iter=CAPPED_ITER, damping=0.5)
+    fams = [f for f in cfg.families if f in ("uniform", "netgen")]
+    caps = [f for f in cfg.families if f in ("netgen-cap", "netgen-node")]
+    runs = [("capped", f, s) for f in fams for s in cfg.seeds]
+    runs += [("no-capacities", f, s) for f in caps for s in cfg.seeds]
+    for kind, family, seed in progress(cfg, runs, "controls"):
+        inst = generate(family, cfg.control_n, seed, cfg.degree, cfg.node_share)
+        key = (family, cfg.control_n, seed)
+        if key not in references:
+            references[key] = exact_reference(inst)
+        optimum = references[key]["optimum"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", solvers.ConvergenceWarning)
+            if kind == "capped":
+                metrics = stage_metrics(inst, solve(inst, capped_cfg), cfg.eps, optimum)
+            else:
+                free = dataclasses.replace(
+                    inst,
+                    capacity=np.full(inst.n_arcs, np.inf),
+                    node_capacity=np.full(inst.n, np.inf),
+                )
+                metrics = stage_metrics(inst, solve(free, cfg), cfg.eps, optimum)
+        add(table, (kind, family), metrics)
+    return table
+
+
+def collect_metrics(cfg, table, compared, controlled, pot_runs) -> dict[str, dict[str, dict]]:
     """The results schema's metrics: one block per method, keys '<family>/n<N>/<metric>'."""
     ours = {
         f"bipartite/{k}": summarize([r[k] for r in pot_runs])
@@ -72,149 +182,61 @@ def collect_metrics(table, pot_runs) -> dict[str, dict[str, dict]]:
     metrics = {
         "OFT-Sinkhorn": ours,
         "POT": {"bipartite/seconds": summarize([r["pot_seconds"] for r in pot_runs])},
+        "control: POT at 2 eps": {
+            "bipartite/max_abs_diff": summarize([r["max_abs_diff_2eps"] for r in pot_runs])
+        },
+        "cost-blind floor": {},
     }
     for (family, n), cols in table.items():
         for key, values in cols.items():
-            if key.endswith("_seconds") and key != "seconds_to_1pct":
-                block, key = EXACT_NAMES[key.removesuffix("_seconds")], "seconds"
-                metrics.setdefault(block, {})[f"{family}/n{n}/{key}"] = summarize(values)
+            if key.removesuffix("_seconds") in EXACT_NAMES:
+                block = EXACT_NAMES[key.removesuffix("_seconds")]
+                metrics.setdefault(block, {})[f"{family}/n{n}/seconds"] = summarize(values)
+            elif key == "floor_gap":
+                metrics["cost-blind floor"][f"{family}/n{n}/gap"] = summarize(values)
             elif key != "optimum":
                 ours[f"{family}/n{n}/{key}"] = summarize(values)
         metrics.setdefault("HiGHS", {})[f"{family}/n{n}/optimum"] = summarize(cols["optimum"])
+    for (solver, family), cols in compared.items():
+        block = metrics.setdefault(f"OFT-Sinkhorn ({solver})", {})
+        for key, values in cols.items():
+            if not key.endswith("_seconds") and key not in ("optimum", "floor_gap"):
+                block[f"{family}/n{cfg.compare_n}/{key}"] = summarize(values)
+    names = {
+        "capped": f"control: jacobi capped at {CAPPED_ITER} it/stage",
+        "no-capacities": "control: capacities dropped",
+    }
+    for (kind, family), cols in controlled.items():
+        block = metrics.setdefault(names[kind], {})
+        for key, values in cols.items():
+            block[f"{family}/n{cfg.control_n}/{key}"] = summarize(values)
     return metrics
-
-
-def compute_claims(cfg: Config, table, pot_runs) -> list[dict]:
-    worst_pot = max(r["max_abs_diff"] for r in pot_runs)
-    gated = [cols for (family, _), cols in table.items() if family in GATED]
-    worst_gap = max(max(c["gap"]) for c in gated)
-    worst_res = max(max(c["residual"]) for c in gated)
-    gap_keys = [f"gap@{e:g}" for e in cfg.eps]
-    curves = np.concatenate([np.array([cols[k] for k in gap_keys]).T for cols in table.values()])
-    n_monotone, n_runs = int(np.all(np.diff(curves, axis=1) <= 0, axis=1).sum()), len(curves)
-    capped = [cols for (family, _), cols in table.items() if family == "netgen-cap"]
-    worst_viol = max(max(c["capacity_violation"]) for c in capped)
-    worst_cap_res = max(max(c["residual"]) for c in capped)
-    cap_gaps = [g for c in capped for g in c["gap"]]
-    sizes = ", ".join(map(str, cfg.sizes))
-    return [
-        claim(
-            "pot-equality",
-            f"on bipartite graphs the OFT-Sinkhorn plan equals POT's Sinkhorn plan (max |diff| < {POT_TOL:g})",
-            "OFT on a bipartite graph with s = (a, -b) is entropic OT (Sec. 3)",
-            f"max |P_ours - P_POT| = {worst_pot:.1e} over seeds {list(cfg.seeds)}",
-            worst_pot < POT_TOL,
-        ),
-        claim(
-            "gap-under-1pct",
-            f"at the smallest eps: relative gap < {GAP_TOL:.0%} and balance residual < {RESIDUAL_TOL:g} on "
-            f"Uniform-MCF and NETGEN-style instances, N in {{{sizes}}}",
-            "near-optimal MCF solutions with flow balance kept, 100-5,000 nodes (Uniform-MCF, NETGEN)",
-            f"worst gap {worst_gap:.2e}, worst residual {worst_res:.1e}",
-            worst_gap < GAP_TOL and worst_res < RESIDUAL_TOL,
-        ),
-        claim(
-            "gap-monotone-in-eps",
-            "the optimality gap falls monotonically as eps falls along the annealing schedule",
-            "the entropic bias vanishes as eps -> 0 (sensitivity study over eps in [5e-1, 1e-4])",
-            f"{n_monotone}/{n_runs} runs monotone",
-            n_monotone == n_runs,
-        ),
-        claim(
-            "capacity-feasible",
-            f"capacitated NETGEN-style: capacity violation < {CAPACITY_TOL:g} of capacity with balance residual "
-            f"< {RESIDUAL_TOL:g}; gap to the exact optimum reported",
-            "capacity-constrained EOFT-Sinkhorn solves capacitated MCF (objective close to exact solvers)",
-            f"worst violation {worst_viol:.1e}, worst residual {worst_cap_res:.1e}, "
-            f"gap {min(cap_gaps):.2e} .. {max(cap_gaps):.2e}",
-            worst_viol < CAPACITY_TOL and worst_cap_res < RESIDUAL_TOL,
-        ),
-    ]
-
-
-def growth_exponent(sizes, seconds) -> float:
-    """k in seconds ~ N^k, least squares on log-log axes."""
-    return float(np.polyfit(np.log(sizes), np.log(seconds), 1)[0])
-
-
-def performance(cfg: Config, table) -> list[dict]:
-    entries = []
-    for family in GENERATORS:
-        for n in cfg.sizes:
-            cols = table[(family, n)]
-            reach = cols.get("seconds_to_1pct", [])
-            ours = float(np.mean(reach)) if len(reach) == len(cfg.seeds) else None
-            for key, peer in EXACT_NAMES.items():
-                peer_s = float(np.mean(cols[f"{key}_seconds"]))
-                entries.append(
-                    {
-                        "id": f"{family}-n{n}-{key}",
-                        "what": f"time to a 1% gap (residual < {RESIDUAL_TOL:g}), {family}, N={n}, mean of seeds",
-                        "ours_s": ours,
-                        "peer": peer,
-                        "peer_s": peer_s,
-                        "ratio": None if ours is None else ours / peer_s,
-                    }
-                )
-        mean_time = [np.mean(table[(family, n)]["seconds"]) for n in cfg.sizes]
-        entries.append(
-            {
-                "id": f"{family}-growth",
-                "what": f"exponent k of total solve time ~ N^k, {family}, N={list(cfg.sizes)}",
-                "ours_exponent": growth_exponent(cfg.sizes, mean_time),
-                "peer": "OR-Tools",
-                "peer_exponent": growth_exponent(
-                    cfg.sizes, [np.mean(table[(family, n)]["ortools_seconds"]) for n in cfg.sizes]
-                ),
-            }
-        )
-    return entries
-
-
-def figures(cfg: Config, table, folder: Path) -> None:
-    fig, axes = plt.subplots(1, len(GENERATORS), figsize=(4.2 * len(GENERATORS), 3.4), sharey=True)
-    for ax, family in zip(axes, GENERATORS):
-        for n in cfg.sizes:
-            gaps = [np.mean(np.abs(table[(family, n)][f"gap@{e:g}"])) for e in cfg.eps]
-            ax.loglog(cfg.eps, gaps, "o-", label=f"N={n}")
-        ax.axhline(GAP_TOL, color="grey", ls="--", lw=1)
-        ax.invert_xaxis()
-        ax.set(title=family, xlabel="eps / max cost")
-    axes[0].set_ylabel("|relative gap| (mean over seeds)")
-    axes[0].legend()
-    save_figure(fig, folder / "gap_vs_eps.png")
-    fig, axes = plt.subplots(1, len(GENERATORS), figsize=(4.2 * len(GENERATORS), 3.4), sharey=True)
-    for ax, family in zip(axes, GENERATORS):
-        cols = [table[(family, n)] for n in cfg.sizes]
-        ax.loglog(
-            cfg.sizes, [np.mean(c["seconds"]) for c in cols], "o-", label="OFT-Sinkhorn (CPU)"
-        )
-        for key, peer in EXACT_NAMES.items():
-            ax.loglog(cfg.sizes, [np.mean(c[f"{key}_seconds"]) for c in cols], "s--", label=peer)
-        ax.set(title=family, xlabel="N")
-        ax.set_xticks(cfg.sizes, [str(n) for n in cfg.sizes], minor=False)
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    axes[0].set_ylabel("wall time (s)")
-    axes[0].legend(fontsize=8)
-    save_figure(fig, folder / "time_vs_n.png")
-    plt.close("all")
 
 
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
     pot_runs = [pot_comparison(cfg, seed) for seed in cfg.seeds]
-    table = sweep(cfg)
+    tuning = tune(cfg) if cfg.tune else {"chosen": {s: {} for s in SOLVERS}}
+    tuned = dataclasses.replace(cfg, **tuning["chosen"][cfg.solver])
+    references: dict = {}
+    table = sweep(tuned, references)
+    compared = compare(cfg, tuning["chosen"], references)
+    controlled = controls(tuned, references)
+    folder = Path(cfg.results_dir)
     doc = results_document(
         PAPER,
         cfg.name,
         list(cfg.seeds),
-        collect_metrics(table, pot_runs),
-        compute_claims(cfg, table, pot_runs),
+        collect_metrics(cfg, table, compared, controlled, pot_runs),
+        compute_claims(tuned, table, compared, controlled, pot_runs),
         time.perf_counter() - start,
         cfg.device,
-        performance(cfg, table),
+        performance(tuned, table, compared),
     )
-    figures(cfg, table, Path(cfg.results_dir) / "figures")
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
-    return doc
+    doc["tuning"] = tuning | {"solver": cfg.solver}
+    doc["config"] = dataclasses.asdict(tuned)
+    prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
+    figures(tuned, table, compared, folder / "figures", prefix)
+    atomic_write_json(folder / f"{cfg.name}.json", doc)
+    return json.loads((folder / f"{cfg.name}.json").read_text())  # as a reader sees it

@@ -194,11 +194,16 @@ def netgen_mcf(
     capacitated: bool = True,
     total_supply: int = 10_000,
     terminals: int = 3,
+    node_share: float = 0.0,
 ) -> Instance:
     """NETGEN-style: `terminals` sources and sinks, a skeleton of chains source -> transshipment
     nodes -> every sink (30% of its arcs at the maximum cost 100), random arcs up to mean out-degree
     `degree`, integer costs U{10..100}. Capacitated: skeleton arcs carry the total supply (so the
-    instance stays feasible), random arcs get U{total/20..total/4}."""
+    instance stays feasible), random arcs get U{total/20..total/4}. Node-capacitated
+    (`node_share` > 0): that share of the transshipment nodes stays off the skeleton (which keeps
+    the instance feasible) and gets a throughput bound U{total/20..total/4}, like an arc."""
+    if not 0 <= node_share <= 1:
+        raise ValueError(f"node_share must lie in [0, 1], got {node_share}")
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
     sources, sinks, middle = (
@@ -207,7 +212,9 @@ def netgen_mcf(
         order[2 * terminals :],
     )
     skel_t, skel_h = [], []
-    for src, chain in zip(sources, np.array_split(middle, terminals)):
+    bounded = middle[rng.random(middle.size) < node_share] if node_share > 0 else middle[:0]
+    chains = np.array_split(middle[~np.isin(middle, bounded)], terminals)
+    for src, chain in zip(sources, chains):
         path = np.concatenate([[src], chain])
         skel_t += [path[:-1], np.full(terminals, path[-1])]
         skel_h += [path[1:], sinks]
@@ -225,7 +232,9 @@ def netgen_mcf(
         capacity = rng.integers(total_supply // 20, total_supply // 4 + 1, tail.size).astype(float)
         capacity[:n_skel] = total_supply
     supply = _supplies(rng, n, sources, sinks, total_supply)
-    return make_instance(n, tail, head, cost, supply, capacity)
+    node_capacity = np.full(n, INF)
+    node_capacity[bounded] = rng.integers(total_supply // 20, total_supply // 4 + 1, bounded.size)
+    return make_instance(n, tail, head, cost, supply, capacity, node_capacity)
 
 
 def bipartite(m: int, k: int, seed: int) -> tuple[Instance, np.ndarray, np.ndarray, np.ndarray]:

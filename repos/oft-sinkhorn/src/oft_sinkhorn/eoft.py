@@ -9,8 +9,10 @@ forces u * v = 1 (Prop. 2): one node potential h, with x_i = u_i = exp(h_i / eps
 
 Node i's balance then reads a_i x_i - b_i / x_i = s_i with a_i = sum_j K_ij / x_j and
 b_i = sum_j K_ji x_j, whose positive root is x_i = (s_i + sqrt(s_i^2 + 4 a_i b_i)) / (2 a_i).
-OFT-Sinkhorn updates every node at once (damped), anneals eps (warm starts), and stops when the
-relative balance residual ||P1 - P^T 1 - s||_1 / ||s||_1 falls under a tolerance.
+OFT-Sinkhorn moves every node to its root at once (damped, `jacobi_step`), anneals eps (warm
+starts), and stops a stage when the relative balance residual ||P1 - P^T 1 - s||_1 / ||s||_1 (plus
+any node-capacity excess) falls under a tolerance. The same fixed point is reached faster by
+Anderson acceleration of that map or by L-BFGS on the EOFT dual (`solvers.py`).
 
 Capacities (capacity-constrained EOFT):
 - arcs (Prop. 3): K_ij <- min(K_ij, c_ij / (u_i v_j)), i.e. log P_ij <- min(log P_ij, log c_ij);
@@ -25,12 +27,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 
 import numpy as np
 import torch
 
-from .data import Instance, validate
+from .data import Instance
 
 LOG2 = math.log(2.0)
 
@@ -47,9 +48,9 @@ class SparseKernel:
         )
         self.cost, self.log_cap = as_t(inst.cost), torch.log(as_t(inst.capacity))
 
-    def log_plan(self, phi_out: torch.Tensor, phi_in: torch.Tensor, eps: float) -> torch.Tensor:
-        """log P_e = min(phi_out[tail] - phi_in[head] - D_e / eps, log c_e)  (Gibbs form + Prop. 3)."""
-        return torch.minimum(phi_out[self.tail] - phi_in[self.head] - self.cost / eps, self.log_cap)
+    def exponent(self, phi_out: torch.Tensor, phi_in: torch.Tensor, eps: float) -> torch.Tensor:
+        """z_e = phi_out[tail] - phi_in[head] - D_e / eps, the untruncated log P_e."""
+        return phi_out[self.tail] - phi_in[self.head] - self.cost / eps
 
     def log_outflow(self, log_p: torch.Tensor) -> torch.Tensor:
         return segment_logsumexp(log_p, self.tail, self.n)
@@ -79,8 +80,8 @@ class DenseKernel:
             torch.as_tensor(inst.capacity, dtype=dtype, device=device)
         )
 
-    def log_plan(self, phi_out: torch.Tensor, phi_in: torch.Tensor, eps: float) -> torch.Tensor:
-        return torch.minimum(phi_out[:, None] - phi_in[None, :] - self.cost / eps, self.log_cap)
+    def exponent(self, phi_out: torch.Tensor, phi_in: torch.Tensor, eps: float) -> torch.Tensor:
+        return phi_out[:, None] - phi_in[None, :] - self.cost / eps
 
     def log_outflow(self, log_p: torch.Tensor) -> torch.Tensor:
         return torch.logsumexp(log_p, dim=1)
@@ -96,7 +97,10 @@ KERNELS = {"sparse": SparseKernel, "dense": DenseKernel}
 
 
 def segment_logsumexp(values: torch.Tensor, index: torch.Tensor, n: int) -> torch.Tensor:
-    """out[i] = log sum_{e: index[e] = i} exp(values[e]); -inf for an empty segment."""
+    """out[i] = log sum_{e: index[e] = i} exp(values[e]); -inf for an empty segment.
+
+    Unlike torch_geometric.utils.segment_logsumexp (tested against it) the index need not be
+    sorted, so one arc list serves both the outflow (by tail) and the inflow (by head) sums."""
     peak = torch.full((n,), -math.inf, dtype=values.dtype, device=values.device)
     peak = peak.scatter_reduce(0, index, values, reduce="amax")
     peak = torch.where(torch.isfinite(peak), peak, torch.zeros_like(peak))
@@ -119,84 +123,81 @@ def balance_root(log_a: torch.Tensor, log_b: torch.Tensor, supply: torch.Tensor)
     return torch.where(supply == 0, 0.5 * (log_b - log_a), root)
 
 
+class Problem:
+    """An instance on a device: the kernel, supplies, node bounds and the error measure.
+
+    The iterate is one tensor h = [h_out, h_in] of 2N potentials (cost units); h_in differs from
+    h_out only at nodes whose throughput bound is active."""
+
+    def __init__(self, inst: Instance, kernel: str, device: str, dtype: torch.dtype):
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+        self.n, self.dtype, self.device = inst.n, dtype, device
+        self.gibbs = KERNELS[kernel](inst, device, dtype)
+        self.supply = torch.as_tensor(inst.supply, dtype=dtype, device=device)
+        self.log_node_cap = torch.log(
+            torch.as_tensor(inst.node_capacity, dtype=dtype, device=device)
+        )
+        self.capped = torch.isfinite(self.log_node_cap)
+        self.scale = float(np.abs(inst.supply).sum())
+        # Potentials of a feasible problem differ by at most a path length, and are fixed up to a
+        # constant that we pin by keeping the median at 0. Nodes that no flow can use (dead ends)
+        # drift to +-bound instead of infinity, where their flow is below exp(-n max|D| / eps).
+        self.bound = 2 * (inst.n + 1) * max(1.0, float(np.abs(inst.cost).max(initial=0.0)))
+
+    def zeros(self) -> torch.Tensor:
+        return torch.zeros(2 * self.n, dtype=self.dtype, device=self.device)
+
+    def split(self, h: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+        """(phi_out, phi_in) = h / eps."""
+        return h[: self.n] / eps, h[self.n :] / eps
+
+    def evaluate(self, h: torch.Tensor, eps: float, with_error: bool = True):
+        """The truncated Gibbs plan at h: (z, log P, log outflow, log inflow, error or None)."""
+        phi_out, phi_in = self.split(h, eps)
+        z = self.gibbs.exponent(phi_out, phi_in, eps)
+        log_p = torch.minimum(z, self.gibbs.log_cap)  # Prop. 3's truncation
+        log_out, log_in = self.gibbs.log_outflow(log_p), self.gibbs.log_inflow(log_p)
+        return z, log_p, log_out, log_in, self.error(log_out, log_in) if with_error else None
+
+    def error(self, log_out: torch.Tensor, log_in: torch.Tensor) -> float:
+        """(||P1 - P^T 1 - s||_1 + sum_i (inflow_i - Q_i)_+) / ||s||_1: the stopping criterion."""
+        out, inflow = log_out.exp(), log_in.exp()
+        excess = (inflow - self.log_node_cap.exp()).clamp(min=0)
+        return float((out - inflow - self.supply).abs().sum() + excess.sum()) / self.scale
+
+    def jacobi_step(self, h: torch.Tensor, eps: float, damping: float, log_out, log_in):
+        """One OFT-Sinkhorn update from the node sums at h: every node to its balance root."""
+        phi_out, phi_in = self.split(h, eps)
+        log_a, log_b = log_out - phi_out, log_in + phi_in  # a_i, b_i of the balance equation
+        root = balance_root(log_a, log_b, self.supply)
+        root = torch.where(torch.isnan(root), phi_out, root)  # no arcs: the self-flow holds it
+        over = log_b - root > self.log_node_cap  # throughput (inflow b / x) above the bound
+        new_in = torch.where(over, log_b - self.log_node_cap, root)
+        new_out = torch.where(over, torch.log(self.supply + self.log_node_cap.exp()) - log_a, root)
+        target = (eps * torch.cat([new_out, new_in])).clamp(-self.bound, self.bound)
+        new = damping * h + (1 - damping) * target
+        return new - new[: self.n].median()
+
+
 @dataclasses.dataclass
 class Stage:
     """The state of the iteration at the end of one eps of the annealing schedule."""
 
     eps: float
     iterations: int
+    """Iterations this stage took (map or gradient evaluations' worth, see solvers.py)."""
     seconds: float
     """Wall time since the solver started (cumulative over stages)."""
     residual: float
     """||P1 - P^T 1 - s||_1 / ||s||_1 of the plan below."""
+    node_excess: float
+    """sum_i (inflow_i - Q_i)_+ / ||s||_1 of the plan below (0 without node capacities)."""
     cost: float
     flow: np.ndarray
     """Flow on each arc, in the instance's arc order."""
-
-
-def oft_sinkhorn(
-    inst: Instance,
-    eps_schedule: tuple[float, ...],
-    tol: float = 1e-4,
-    max_iter: int = 5000,
-    damping: float = 0.5,
-    kernel: str = "sparse",
-    device: str = "cpu",
-    dtype: torch.dtype = torch.float64,
-    check_every: int = 10,
-) -> list[Stage]:
-    """Capacity-constrained OFT-Sinkhorn with eps-scaling; eps values are absolute (cost units).
-
-    Each iteration: evaluate the truncated Gibbs plan at the current potentials, stop when its
-    balance residual is under `tol` (checked every `check_every` iterations), otherwise move each
-    node to the root of its balance equation (`balance_root`), truncating throughput at the node
-    capacity, and average with the old potential (`damping` is the weight kept on the old one).
-    """
-    validate(inst)
-    if not eps_schedule or min(eps_schedule) <= 0:
-        raise ValueError(f"eps_schedule must hold positive values, got {eps_schedule}")
-    if not 0 <= damping < 1:
-        raise ValueError(f"damping must lie in [0, 1), got {damping}")
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
-    start = time.perf_counter()
-    gibbs = KERNELS[kernel](inst, device, dtype)
-    supply = torch.as_tensor(inst.supply, dtype=dtype, device=device)
-    log_node_cap = torch.log(torch.as_tensor(inst.node_capacity, dtype=dtype, device=device))
-    scale = float(np.abs(inst.supply).sum())
-    # Potentials of a feasible problem differ by at most a path length, and are fixed up to a
-    # constant that we pin by keeping the median at 0. Nodes that no flow can use (dead ends)
-    # drift to +-bound instead of infinity, where the flow they attract is below exp(-n max|D| / eps).
-    bound = 2 * (inst.n + 1) * max(1.0, float(np.abs(inst.cost).max(initial=0.0)))
-    h_out = torch.zeros(inst.n, dtype=dtype, device=device)
-    h_in = torch.zeros_like(h_out)
-    stages = []
-    for eps in eps_schedule:
-        for it in range(max_iter + 1):
-            phi_out, phi_in = h_out / eps, h_in / eps
-            log_p = gibbs.log_plan(phi_out, phi_in, eps)
-            log_out, log_in = gibbs.log_outflow(log_p), gibbs.log_inflow(log_p)
-            if it % check_every == 0 or it == max_iter:
-                residual = float((log_out.exp() - log_in.exp() - supply).abs().sum()) / scale
-                if residual < tol or it == max_iter:
-                    break
-            log_a, log_b = log_out - phi_out, log_in + phi_in  # a_i, b_i of the balance equation
-            root = balance_root(log_a, log_b, supply)
-            root = torch.where(torch.isnan(root), phi_out, root)  # no arcs: the self-flow holds it
-            over = log_b - root > log_node_cap  # throughput (inflow b / x) above the node bound
-            new_in = torch.where(over, log_b - log_node_cap, root)
-            new_out = torch.where(over, torch.log(supply + log_node_cap.exp()) - log_a, root)
-            h_out = damping * h_out + (1 - damping) * (eps * new_out).clamp(-bound, bound)
-            h_in = damping * h_in + (1 - damping) * (eps * new_in).clamp(-bound, bound)
-            gauge = h_out.median()
-            h_out, h_in = h_out - gauge, h_in - gauge
-        flow = gibbs.arc_values(log_p).exp().cpu().numpy()
-        if not np.all(np.isfinite(flow)) or not math.isfinite(residual):
-            raise FloatingPointError(f"OFT-Sinkhorn produced non-finite values at eps={eps:g}")
-        stages.append(
-            Stage(eps, it, time.perf_counter() - start, residual, float(flow @ inst.cost), flow)
-        )
-    return stages
+    converged: bool
+    """Whether residual + node_excess fell under the tolerance within the iteration budget."""
 
 
 def capacity_violation(inst: Instance, flow: np.ndarray) -> float:

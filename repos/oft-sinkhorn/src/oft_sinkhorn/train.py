@@ -7,47 +7,58 @@ solvers, and measure the gap, the balance residual and the capacity violation of
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import baselines, data, eoft
+from . import baselines, data, eoft, solvers
 from .config import Config, validate
-from .results import atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json
 
 EXACT_NAMES = {"ortools": "OR-Tools", "networkx": "networkx", "highs": "HiGHS"}
 
 
-def generate(family: str, n: int, seed: int, degree: int) -> data.Instance:
+def generate(family: str, n: int, seed: int, degree: int, node_share: float = 0.5) -> data.Instance:
     """One instance of a benchmark family (see config.GENERATORS)."""
     if family == "uniform":
         return data.uniform_mcf(n, seed, degree=degree)
-    return data.netgen_mcf(n, seed, degree=degree, capacitated=family == "netgen-cap")
+    return data.netgen_mcf(
+        n,
+        seed,
+        degree=degree,
+        capacitated=family != "netgen",
+        node_share=node_share if family == "netgen-node" else 0.0,
+    )
 
 
 def load_instance(cfg: Config) -> data.Instance:
     return (
         data.read_dimacs(cfg.instance)
         if cfg.instance
-        else generate(cfg.generator, cfg.n, cfg.seed, cfg.degree)
+        else generate(cfg.generator, cfg.n, cfg.seed, cfg.degree, cfg.node_share)
     )
 
 
-def solve(inst: data.Instance, cfg: Config) -> list[eoft.Stage]:
-    """OFT-Sinkhorn on `inst` with the config's schedule (eps relative to the largest |cost|)."""
+def solve(inst: data.Instance, cfg: Config, budget: int | None = None) -> list[eoft.Stage]:
+    """OFT-Sinkhorn on `inst` with the config's schedule (eps relative to the largest |cost|);
+    `budget` caps the total iterations (see solvers.oft_sinkhorn)."""
     torch.set_num_threads(cfg.threads)
     scale = float(np.abs(inst.cost).max(initial=1.0))
-    return eoft.oft_sinkhorn(
+    return solvers.oft_sinkhorn(
         inst,
         tuple(e * scale for e in cfg.eps),
         tol=cfg.tol,
         max_iter=cfg.max_iter,
+        solver=cfg.solver,
         damping=cfg.damping,
+        memory=cfg.memory,
         kernel=cfg.kernel,
         device=cfg.device,
         dtype=torch.float32 if cfg.float32 else torch.float64,
+        budget=budget,
     )
 
 
@@ -56,41 +67,94 @@ def is_integral(inst: data.Instance) -> bool:
     return all(np.all(a == np.round(a)) for a in (inst.cost, inst.supply, finite_cap))
 
 
-def evaluate_instance(inst: data.Instance, cfg: Config) -> dict[str, float]:
-    """Exact optimum (every applicable exact solver, which must agree), then OFT-Sinkhorn's stages."""
+def exact_reference(inst: data.Instance) -> dict[str, float]:
+    """The oracle (every applicable exact solver, which must agree), the cost-blind floor and how
+    many node bounds the optimum uses to the full."""
     names = list(EXACT_NAMES) if is_integral(inst) else ["highs"]
     exact = {name: baselines.EXACT[name](inst) for name in names}
     optimum = exact["highs"].cost
     for name, sol in exact.items():
         if abs(sol.cost - optimum) > 1e-6 * max(1.0, abs(optimum)):
             raise RuntimeError(f"exact solvers disagree: {name} {sol.cost} vs HiGHS {optimum}")
-    metrics = {"optimum": optimum} | {f"{name}_seconds": sol.seconds for name, sol in exact.items()}
-    stages = solve(inst, cfg)
+    inflow = np.bincount(inst.head, weights=exact["highs"].flow, minlength=inst.n)
+    capped = np.isfinite(inst.node_capacity)
+    binding = inflow[capped] >= inst.node_capacity[capped] * (1 - 1e-9)
+    floor = baselines.cost_blind_flow(inst).cost
+    effect = {}
+    if capped.any():  # how much the node bounds raise the optimum
+        free = dataclasses.replace(inst, node_capacity=np.full(inst.n, np.inf))
+        effect["node_bound_effect"] = (optimum - baselines.highs_lp(free).cost) / abs(optimum)
+    return (
+        {"optimum": optimum, "floor_gap": (floor - optimum) / abs(optimum)}
+        | {"binding_node_bounds": float(binding.sum())}
+        | effect
+        | {f"{name}_seconds": sol.seconds for name, sol in exact.items()}
+    )
+
+
+def stage_metrics(inst: data.Instance, stages: list[eoft.Stage], eps, optimum: float) -> dict:
+    """Per stage: signed gap of the raw plan, gap of its feasibility-restored flow, errors,
+    iterations, convergence; then the same at the last stage without the '@eps' suffix."""
     gap = lambda cost: (cost - optimum) / abs(optimum)
-    for rel, stage in zip(cfg.eps, stages):
-        metrics[f"gap@{rel:g}"] = gap(stage.cost)
-        metrics[f"residual@{rel:g}"] = stage.residual
-    reached = [s.seconds for s in stages if gap(s.cost) < 0.01 and s.residual < 1e-3]
+    metrics: dict[str, float] = {}
+    for rel, stage in zip(eps, stages):
+        restored = baselines.restore_feasibility(inst, stage.flow).cost
+        metrics |= {
+            f"gap@{rel:g}": gap(stage.cost),
+            f"restored_gap@{rel:g}": gap(restored),
+            f"residual@{rel:g}": stage.residual,
+            f"node_excess@{rel:g}": stage.node_excess,
+            f"iterations@{rel:g}": float(stage.iterations),
+            f"converged@{rel:g}": float(stage.converged),
+            f"seconds@{rel:g}": stage.seconds,
+        }
+    reached = [
+        s.seconds
+        for rel, s in zip(eps, stages)
+        if s.converged and metrics[f"restored_gap@{rel:g}"] < 0.01
+    ]
     if reached:
         metrics["seconds_to_1pct"] = reached[0]
-    last = stages[-1]
+    last = f"@{eps[len(stages) - 1]:g}"
+    metrics |= {k.removesuffix(last): v for k, v in metrics.items() if k.endswith(last)}
     metrics |= {
-        "gap": gap(last.cost),
-        "residual": last.residual,
-        "capacity_violation": eoft.capacity_violation(inst, last.flow),
+        "capacity_violation": eoft.capacity_violation(inst, stages[-1].flow),
         "iterations": float(sum(s.iterations for s in stages)),
-        "seconds": last.seconds,
+        "converged": float(all(s.converged for s in stages)),
+        "seconds": stages[-1].seconds,
     }
     return metrics
 
 
+def evaluate_instance(inst: data.Instance, cfg: Config, reference: dict | None = None) -> dict:
+    """Exact reference (computed unless given), then OFT-Sinkhorn's stages measured against it."""
+    reference = exact_reference(inst) if reference is None else reference
+    stages = solve(inst, cfg)
+    return reference | stage_metrics(inst, stages, cfg.eps, reference["optimum"])
+
+
+def stage_table(stages: list[eoft.Stage]) -> list[dict]:
+    return [
+        {f.name: getattr(s, f.name) for f in dataclasses.fields(s) if f.name != "flow"}
+        for s in stages
+    ]
+
+
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """Solve cfg's instance and return its metrics; writes workdir/config.json first."""
+    """Solve cfg's instance; writes workdir/config.json first, then metrics.json, stages.json
+    (one row per eps stage) and flow.npy (the last stage's flow per arc)."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    metrics = evaluate_instance(load_instance(cfg), cfg)
+    inst = load_instance(cfg)
+    reference = exact_reference(inst)
+    stages = solve(inst, cfg)
+    metrics = reference | stage_metrics(inst, stages, cfg.eps, reference["optimum"])
+    atomic_write_json(workdir / "stages.json", stage_table(stages))
+    buf = io.BytesIO()
+    np.save(buf, stages[-1].flow)
+    atomic_write_bytes(workdir / "flow.npy", buf.getvalue())
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
@@ -100,4 +164,7 @@ def evaluate(workdir: str | Path) -> dict[str, float]:
     path = Path(workdir) / "metrics.json"
     if not path.exists():
         raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path} is not valid JSON ({exc.msg}); re-run `train`") from None
