@@ -7,10 +7,17 @@ import math
 
 import pytest
 import torch
-from scipy.special import logsumexp
+from scipy.special import logsumexp as scipy_logsumexp
 
 from stch_set import baselines
-from stch_set.scalarization import stch_set, sum_of_minimum, tch_set, worst_case
+from stch_set.scalarization import (
+    average_case,
+    logsumexp,
+    stch_set,
+    sum_of_minimum,
+    tch_set,
+    worst_case,
+)
 
 
 def random_values(k: int, m: int, seed: int) -> torch.Tensor:
@@ -29,15 +36,15 @@ def test_matches_scipy_logsumexp_with_preference_and_ideal():
     pref = torch.rand(30, dtype=torch.float64) + 0.1
     ideal = torch.rand(30, dtype=torch.float64) * 0.1
     mu, f = 0.2, values.numpy() - ideal.numpy()
-    inner = -mu * logsumexp(-f / mu, axis=0)
-    expected = mu * logsumexp(pref.numpy() * inner / mu)
+    inner = -mu * scipy_logsumexp(-f / mu, axis=0)
+    expected = mu * scipy_logsumexp(pref.numpy() * inner / mu)
     assert float(stch_set(values, mu, pref, ideal)) == pytest.approx(expected, rel=1e-12)
 
 
 def test_small_mu_gives_tch_set():
     values = random_values(5, 40, seed=2)
     assert float(stch_set(values, 1e-5)) == pytest.approx(float(tch_set(values)), abs=1e-4)
-    assert float(tch_set(values)) == worst_case(values)
+    assert float(tch_set(values)) == float(worst_case(values))
 
 
 def test_single_solution_is_single_stch():
@@ -101,6 +108,45 @@ def test_bad_objective_matrices_raise_clear_errors():
 def test_greedy_select_is_monotone_and_distinct():
     values = random_values(30, 12, seed=6)
     assert baselines.greedy_select(values, 1) == [int(values.amax(dim=1).argmin())]
-    worst = [worst_case(values[baselines.greedy_select(values, k)]) for k in range(1, 8)]
+    worst = [float(worst_case(values[baselines.greedy_select(values, k)])) for k in range(1, 8)]
     assert all(b <= a for a, b in itertools.pairwise(worst))
     assert len(set(baselines.greedy_select(values, 7))) == 7
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("scale", [1.0, 100.0, 1e4])
+def test_clamped_logsumexp_matches_torch_in_value_and_gradient(dtype, scale):
+    """Far-below-maximum terms (exp underflows) are clamped; nothing measurable changes."""
+    x = (torch.randn(7, 300, generator=torch.Generator().manual_seed(0)) * scale).to(dtype)
+    for dim in (0, 1, -1):
+        a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+        ours, ref = logsumexp(a, dim), torch.logsumexp(b, dim)
+        torch.testing.assert_close(ours, ref)
+        weights = torch.rand(ours.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
+        (ours * weights).sum().backward()
+        (ref * weights).sum().backward()
+        tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}  # x ~ 1e4: ulp 1e-3
+        torch.testing.assert_close(a.grad, b.grad, **tol)
+    empty = torch.full((3, 4), -torch.inf, dtype=dtype)
+    assert torch.equal(logsumexp(empty, 0), torch.logsumexp(empty, 0))
+
+
+def test_batched_matrices_give_the_per_matrix_values():
+    """A (S, K, m) batch (one matrix per seed) gives each seed's value, also for the baselines."""
+    batch = torch.stack([random_values(4, 30, seed=s) for s in range(3)])
+    prefs = torch.rand(3, 4, 30, dtype=torch.float64)
+    fns = {
+        "stch": lambda v, p: stch_set(v, 0.2),
+        "tch": lambda v, p: tch_set(v),
+        "som": lambda v, p: sum_of_minimum(v),
+        "worst": lambda v, p: worst_case(v),
+        "average": lambda v, p: average_case(v),
+        "stch-pref": lambda v, p: baselines.stch_preference(v, p, 0.1),
+        "tch-pref": baselines.tch_preference,
+        "ls": baselines.linear_preference,
+    }
+    for name, fn in fns.items():
+        together = fn(batch, prefs)
+        assert together.shape == (3,), name
+        for s in range(3):
+            assert float(together[s]) == pytest.approx(float(fn(batch[s], prefs[s])), rel=1e-12)

@@ -11,7 +11,7 @@ import schedulefree
 import torch
 
 from stch_set.config import PRESETS
-from stch_set.train import averaged_weights, evaluate, train_and_evaluate
+from stch_set.train import averaged_weights, evaluate, run_seeds, train_and_evaluate
 
 
 @pytest.mark.parametrize("method", ["stch-set", "tch-set", "som", "stch", "tch", "ls", "nsga3"])
@@ -32,6 +32,45 @@ def test_same_seed_same_numbers(tiny, tmp_path, problem):
     assert (a["worst"], a["average"]) == (b["worst"], b["average"])
     c = train_and_evaluate(dataclasses.replace(cfg, seed=1), tmp_path / "c")
     assert c["worst"] != a["worst"]
+
+
+@pytest.mark.parametrize("problem", ["quadratic", "nonlinear"])
+@pytest.mark.parametrize("method", ["stch-set", "tch-set", "stch"])
+def test_seeds_batched_together_equal_each_seed_alone(tiny, problem, method):
+    """The seed batch is one tensor program, but no seed sees another (SGD-SF and AdamW-SF)."""
+    together = run_seeds(tiny, problem, method, (0, 1, 2), tiny.m, tiny.k)
+    for i, seed in enumerate((0, 1, 2)):
+        alone = run_seeds(tiny, problem, method, (seed,), tiny.m, tiny.k)
+        for key in ("worst", "average"):
+            assert together[key][i] == pytest.approx(alone[key][0], rel=1e-4, abs=1e-6)
+
+
+def test_official_init_is_a_different_start_of_the_same_problem(tiny, tmp_path):
+    ours = run_seeds(tiny, "linear", "stch-set", (1,), tiny.m, tiny.k, init="ours")
+    official = run_seeds(tiny, "linear", "stch-set", (1,), tiny.m, tiny.k, init="official")
+    assert ours["untrained"] != official["untrained"] and ours["truth"] == official["truth"]
+    cfg = dataclasses.replace(tiny, problem="linear", init="official", seed=1)
+    assert train_and_evaluate(cfg, tmp_path)["worst"] == pytest.approx(official["worst"][0])
+
+
+def test_train_pins_torch_threads(tiny, tmp_path):
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        train_and_evaluate(dataclasses.replace(tiny, threads=1), tmp_path)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_train_on_a_csv_problem(tiny, tmp_path):
+    rows = torch.rand(12, 5, generator=torch.Generator().manual_seed(0))
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join(",".join(f"{v:.6f}" for v in r) for r in rows.tolist()))
+    cfg = dataclasses.replace(tiny, problem_file=str(path), m=None, k=3, steps=200)
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    untrained = run_seeds(dataclasses.replace(cfg, steps=1), "user", "stch-set", (0,), None, 3)
+    assert 0 <= metrics["worst"] < untrained["untrained"]["worst"][0]
 
 
 def test_schedule_free_evaluates_at_averaged_weights():

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from .data import Params, Problem
-from .scalarization import check_mu, check_objectives
+from .scalarization import check_mu, check_objectives, logsumexp
 
 
 def random_preferences(k: int, m: int, seed: int) -> torch.Tensor:
@@ -21,9 +21,9 @@ def random_preferences(k: int, m: int, seed: int) -> torch.Tensor:
 
 def _check_pref_matrix(values: torch.Tensor, prefs: torch.Tensor) -> None:
     check_objectives(values)
-    if prefs.shape != values.shape:
+    if prefs.shape[-2:] != values.shape[-2:]:
         raise ValueError(
-            f"preferences must be K x m = {tuple(values.shape)}, got {tuple(prefs.shape)}"
+            f"preferences must be K x m = {tuple(values.shape[-2:])}, got {tuple(prefs.shape)}"
         )
     if (prefs < 0).any():
         raise ValueError("preference weights must be >= 0")
@@ -33,19 +33,19 @@ def stch_preference(values: torch.Tensor, prefs: torch.Tensor, mu: float) -> tor
     """Sum over k of single-solution STCH: mu log sum_i exp(lambda_ki f_i(x^(k)) / mu)."""
     check_mu(mu)
     _check_pref_matrix(values, prefs)
-    return (mu * torch.logsumexp(prefs * values / mu, dim=1)).sum()
+    return (mu * logsumexp(prefs * values / mu, dim=-1)).sum(dim=-1)
 
 
 def tch_preference(values: torch.Tensor, prefs: torch.Tensor) -> torch.Tensor:
     """Sum over k of single-solution Tchebycheff: max_i lambda_ki f_i(x^(k))."""
     _check_pref_matrix(values, prefs)
-    return (prefs * values).amax(dim=1).sum()
+    return (prefs * values).amax(dim=-1).sum(dim=-1)
 
 
 def linear_preference(values: torch.Tensor, prefs: torch.Tensor) -> torch.Tensor:
     """Sum over k of linear scalarization: sum_i lambda_ki f_i(x^(k))."""
     _check_pref_matrix(values, prefs)
-    return (prefs * values).sum()
+    return (prefs * values).sum(dim=(-2, -1))
 
 
 def greedy_select(values: torch.Tensor, k: int) -> list[int]:
@@ -89,7 +89,7 @@ def nsga3_select(
     n_var = _flatten(like).shape[1]
 
     def objectives(x: np.ndarray) -> torch.Tensor:
-        flat = torch.as_tensor(x, dtype=problem.a.dtype, device=problem.a.device)
+        flat = torch.as_tensor(x, dtype=like[0].dtype, device=like[0].device)
         with torch.no_grad():
             return problem.evaluate(_unflatten(flat, like)).cpu()
 
@@ -106,5 +106,5 @@ def nsga3_select(
     )
     pop = np.atleast_2d(res.pop.get("X"))
     pick = greedy_select(objectives(pop), k)
-    flat = torch.as_tensor(pop[pick], dtype=problem.a.dtype, device=problem.a.device)
+    flat = torch.as_tensor(pop[pick], dtype=like[0].dtype, device=like[0].device)
     return _unflatten(flat, like)

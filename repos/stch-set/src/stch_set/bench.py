@@ -1,176 +1,242 @@
-"""Benchmark: every method on every problem over the preset's seeds, claims from the metrics."""
+"""Benchmark: learning rates tuned on validation instances, then every method on every problem over
+the preset's seeds (seed-batched, optionally in worker processes), claims with paired intervals,
+speed against a port of the official training step; writes results/<preset>.json and figures."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import multiprocessing
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from .config import METHODS, Config, validate
-from .data import make_problem, sizes
+from .claims import FLOOR, OFFICIAL_KEY, ORACLE, compute_claims, paired_table
+from .config import METHODS, OFFICIAL_INIT_PROBLEMS, Config, validate
+from .data import USER, sizes
+from .figures import plot_curves, plot_growth, plot_worst
 from .perf import performance
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import run
+from .results import atomic_write_json, results_document, summarize
+from .stats import paired
+from .train import prepare, problem_names, run_seeds, scores
 
 PAPER = "stch-set"
 NSGA_MAX_OBJECTIVES = 255  # pymoo's non-dominated sorting (moocore) accepts at most 255 objectives
-# Official script, 3 seeds, 10k steps (brief): worst / average per method.
-OFFICIAL = {
-    "quadratic": {"STCH-Set": (0.334, 0.0748), "TCH-Set": (0.779, 0.250), "SoM": (0.855, 0.0830)},
-    "linear": {"STCH-Set": (2.86, 0.416), "TCH-Set": (3.05, 0.483), "SoM": (7.03, 0.335)},
-}
-PREF_BASELINES = ("STCH (random pref)", "TCH (random pref)", "LS (random pref)")
+INIT_CHECK_SEEDS = 100  # seeds of the untrained-initialisation comparison (a second of CPU)
+COST = {
+    "nonlinear": 4.0,
+    "deep": 4.0,
+    "linear": 2.0,
+}  # relative step cost, to start long jobs first
 
 
-def run_grid(
-    cfg: Config, problem_name: str, m: int | None, k: int | None, tag: str, acc: dict, curves: dict
-) -> None:
-    """All methods x seeds on one problem size; appends to acc[label][f'{tag}/metric']."""
-    m, k = sizes(problem_name, m, k)
-    for seed in cfg.seeds:
-        problem = make_problem(problem_name, seed, m, k, cfg.n_dim, cfg.device)
-        for method in cfg.methods:
-            if method == "nsga3" and m > NSGA_MAX_OBJECTIVES:
-                continue
-            metrics, history = run(cfg, problem, method, seed, k, max(1, cfg.steps // 20))
-            for key, value in metrics.items():
-                acc.setdefault(METHODS[method], {}).setdefault(f"{tag}/{key}", []).append(value)
-            if history:
-                curves.setdefault(tag, {}).setdefault(METHODS[method], []).append(history)
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One method on a batch of seeds."""
+
+    problem: str
+    method: str
+    init: str
+    lr: float
+    seeds: tuple[int, ...]
+    steps: int
+    m: int | None = None
+    k: int | None = None
+    check_every: int = 0
+    tuning: bool = False
+    """A tuning run: a diverging learning rate scores +inf instead of stopping the benchmark."""
 
 
-def mean(metrics: dict, label: str, key: str) -> float:
-    return metrics.get(label, {}).get(key, {}).get("mean", float("nan"))
+def run_job(cfg: Config, job: Job) -> dict:
+    """Run one job; its result carries the learning rate it ran with under "lr".
 
-
-def compute_claims(cfg: Config, metrics: dict) -> list[dict]:
-    claims, ours = [], "STCH-Set"
-    for prob in cfg.problems:
-        others = {
-            lab: mean(metrics, lab, f"{prob}/worst")
-            for lab in metrics
-            if lab != ours and f"{prob}/worst" in metrics[lab]
-        }
-        mine = mean(metrics, ours, f"{prob}/worst")
-        paper = OFFICIAL.get(prob)
-        claims.append(
-            claim(
-                f"lowest-worst-{prob}",
-                f"STCH-Set has the lowest mean worst case max_i min_k f_i on {prob}",
-                " / ".join(f"{lab} {v[0]}" for lab, v in paper.items())
-                if paper
-                else "no official number in the brief (paper table not checked)",
-                f"STCH-Set {mine:.4g}; " + ", ".join(f"{lab} {v:.4g}" for lab, v in others.items()),
-                bool(others) and all(mine < v for v in others.values()),
+    A run that diverges (NaN objectives) scores +inf when tuning; an evaluation run falls back to
+    the next smaller grid value, so that one unstable evaluation seed cannot stop the benchmark
+    (the fallback is recorded in the JSON's tuning.used)."""
+    if cfg.device == "cpu":
+        torch.set_num_threads(cfg.threads)
+    smaller = sorted((lr for lr in cfg.tune_lrs if lr < job.lr), reverse=True)
+    for lr in [job.lr] if job.tuning else [job.lr, *smaller]:
+        run_cfg = dataclasses.replace(
+            cfg, lr=lr, steps=job.steps, quiet=cfg.quiet or cfg.workers > 1
+        )
+        try:
+            result = run_seeds(
+                run_cfg, job.problem, job.method, job.seeds, job.m, job.k, job.init, job.check_every
             )
-        )
-    if "quadratic" in cfg.problems:
-        mine = mean(metrics, ours, "quadratic/worst")
-        ratios = {
-            lab: mean(metrics, lab, "quadratic/worst") / mine for lab in ("SoM", *PREF_BASELINES)
-        }
-        tch = mean(metrics, "TCH-Set", "quadratic/worst")
-        claims.append(
-            claim(
-                "quadratic-1.5x-and-below-tch-set",
-                "quadratic: SoM's and each preference baseline's worst case >= 1.5x STCH-Set's; "
-                "STCH-Set below TCH-Set (ordering only)",
-                "SoM/STCH-Set = 0.855/0.334 = 2.56x; STCH (pref) 4.19/0.334 = 12.5x; TCH-Set 0.779",
-                ", ".join(f"{lab} {r:.3g}x" for lab, r in ratios.items())
-                + f"; TCH-Set {tch:.4g} vs {mine:.4g}",
-                all(r >= 1.5 for r in ratios.values()) and mine < tch,
-            )
-        )
-    ratios = {
-        p: mean(metrics, ours, f"{p}/average") / mean(metrics, "SoM", f"{p}/average")
-        for p in cfg.problems
-    }
-    claims.append(
-        claim(
-            "average-within-1.3x-of-som",
-            "STCH-Set's mean average case mean_i min_k f_i is within 1.3x of SoM's on every problem",
-            "quadratic 0.0748 vs 0.0830 (0.90x); linear 0.416 vs 0.335 (1.24x)",
-            ", ".join(f"{p} {r:.3g}x" for p, r in ratios.items()),
-            all(r <= 1.3 for r in ratios.values()),
-        )
+        except ValueError as exc:
+            if "NaN" not in str(exc):
+                raise
+            continue
+        return {**result, "lr": lr}
+    if job.tuning:
+        return {"worst": [math.inf] * len(job.seeds), "diverged": True, "lr": job.lr}
+    raise ValueError(
+        f"{METHODS[job.method]} diverged (NaN) on {job.problem} at every learning rate <= {job.lr}"
     )
-    return claims
 
 
-def plot_worst(cfg: Config, metrics: dict, path: Path) -> None:
-    fig, axes = plt.subplots(1, len(cfg.problems), figsize=(4.2 * len(cfg.problems), 3.6))
-    for ax, prob in zip(np.atleast_1d(axes), cfg.problems):
-        labels = [lab for lab in metrics if f"{prob}/worst" in metrics[lab]]
-        vals = [metrics[lab][f"{prob}/worst"] for lab in labels]
-        ax.bar(
-            range(len(labels)),
-            [v["mean"] for v in vals],
-            yerr=[v["std"] for v in vals],
-            color=["C3" if lab == "STCH-Set" else "C0" for lab in labels],
-        )
-        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
-        ax.set_yscale("log")
-        ax.set_title(f"{prob}: worst case max_i min_k f_i")
-    save_figure(fig, path)
-    plt.close(fig)
+def run_jobs(cfg: Config, jobs: list[Job]) -> list[dict]:
+    """Results in the order of `jobs`; with cfg.workers > 1 in spawned processes (each job is
+    deterministic in its inputs, so the results do not depend on the number of workers)."""
+    if cfg.workers == 1 or len(jobs) < 2:
+        return [run_job(cfg, job) for job in jobs]
+    order = sorted(range(len(jobs)), key=lambda i: -COST.get(jobs[i].problem, 1.0) * jobs[i].steps)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx) as pool:
+        futures = {i: pool.submit(run_job, cfg, jobs[i]) for i in order}
+        return [futures[i].result() for i in range(len(jobs))]
 
 
-def plot_curves(curves: dict, path: Path) -> None:
-    fig, axes = plt.subplots(1, len(curves), figsize=(4.2 * len(curves), 3.4), squeeze=False)
-    for ax, (tag, by_method) in zip(axes[0], curves.items()):
-        for label, runs in by_method.items():
-            steps = [s for s, _ in runs[0]]
-            worst = np.mean([[w for _, w in h] for h in runs], axis=0)
-            ax.plot(steps, worst, label=label, lw=2.5 if label == "STCH-Set" else 1.2)
-        ax.set_yscale("log")
-        ax.set_xlabel("step")
-        ax.set_title(f"{tag}: worst case (mean over seeds)")
-    axes[0][0].legend(fontsize=7)
-    save_figure(fig, path)
-    plt.close(fig)
+def gradient_methods(cfg: Config) -> list[str]:
+    return [m for m in cfg.methods if m != "nsga3"]
 
 
-def plot_growth(growth: dict, path: Path) -> None:
-    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
-    for ax, (axis, rows) in zip(axes, growth.items()):
-        sizes_, ours, ref = zip(*rows)
-        ax.loglog(sizes_, ours, "o-", label="ours (vectorised, cached data)")
-        ax.loglog(sizes_, ref, "s--", label="reference loop")
-        ax.set_xlabel(axis)
-        ax.set_ylabel("seconds per step")
-    axes[0].legend(fontsize=7)
-    save_figure(fig, path)
-    plt.close(fig)
+def tune(cfg: Config, names: tuple[str, ...]) -> tuple[dict, dict]:
+    """Learning rate per (problem, method): the grid value with the lowest mean log worst case on
+    the validation instances cfg.tune_seeds after cfg.tune_steps steps (the same grid and budget
+    for every gradient method). Returns ({problem: {label: lr}}, the tuning record)."""
+    grid = cfg.tune_lrs or (cfg.lr,)
+    record = {
+        "grid": {"lr": list(grid)},
+        "validation_seeds": list(cfg.tune_seeds),
+        "steps": cfg.tune_steps,
+        "criterion": "lowest mean log worst case max_i min_k f_i over the validation seeds",
+        "validation_worst": {},
+        "chosen": {},
+    }
+    methods = gradient_methods(cfg)
+    jobs = [
+        Job(p, meth, "ours", lr, cfg.tune_seeds, cfg.tune_steps, cfg.m, cfg.k, tuning=True)
+        for p in names
+        for meth in methods
+        for lr in grid
+    ]
+    results = iter(run_jobs(cfg, jobs) if len(grid) > 1 else [])
+    chosen: dict[str, dict[str, float]] = {}
+    for p in names:
+        for meth in methods:
+            label = METHODS[meth]
+            if len(grid) == 1:
+                chosen.setdefault(p, {})[label] = grid[0]
+                continue
+            worst = {lr: next(results)["worst"] for lr in grid}
+            score = {lr: _log_mean(w) for lr, w in worst.items()}
+            chosen.setdefault(p, {})[label] = min(grid, key=lambda lr: score[lr])
+            record["validation_worst"].setdefault(p, {})[label] = {
+                str(lr): float(np.mean(w)) if np.all(np.isfinite(w)) else None
+                for lr, w in worst.items()
+            }
+    record["chosen"] = chosen
+    return chosen, record
+
+
+def _log_mean(values: list[float]) -> float:
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        return math.inf
+    return float(np.log(arr).mean()) if (arr > 0).all() else float(arr.mean())
+
+
+def main_jobs(cfg: Config, names: tuple[str, ...], lrs: dict) -> list[tuple[str, str, Job]]:
+    """(metric prefix, label, job) of every evaluation run."""
+    out = []
+    every = max(1, cfg.steps // 20)
+    for p in names:
+        for meth in cfg.methods:
+            too_many = p == USER or sizes(p, cfg.m, cfg.k)[0] > NSGA_MAX_OBJECTIVES
+            if meth == "nsga3" and too_many:
+                continue
+            lr = lrs[p].get(METHODS[meth], cfg.lr)
+            out.append(
+                (
+                    p,
+                    METHODS[meth],
+                    Job(p, meth, "ours", lr, cfg.seeds, cfg.steps, cfg.m, cfg.k, every),
+                )
+            )
+        if p in OFFICIAL_INIT_PROBLEMS:
+            for meth in cfg.compare_init_methods:
+                if meth in cfg.methods:
+                    lr = lrs[p][METHODS[meth]]
+                    job = Job(p, meth, "official", lr, cfg.seeds, cfg.steps, cfg.m, cfg.k)
+                    out.append((f"{p}/{OFFICIAL_KEY}", METHODS[meth], job))
+    for k in cfg.k_sweep:
+        for m in cfg.m_sweep or (128,):
+            for meth in ("stch-set", "tch-set", "som"):
+                lr = lrs.get("quadratic", {}).get(METHODS[meth], cfg.lr)
+                job = Job("quadratic", meth, "ours", lr, cfg.seeds, cfg.steps, m, k)
+                out.append((f"quadratic-K{k}-m{m}", METHODS[meth], job))
+    return out
+
+
+def collect(runs: list[tuple[str, str, Job]], results: list[dict]) -> tuple[dict, dict, dict]:
+    """metrics {label: {prefix/metric: summary}}, curves {problem: {label: histories}} and the
+    learning rate each run used {prefix: {label: lr}} (below the tuned one after a divergence)."""
+    acc: dict[str, dict[str, list[float]]] = {}
+    curves: dict = {}
+    used: dict = {}
+
+    def add(label: str, prefix: str, scores: dict) -> None:
+        for key in ("worst", "average"):
+            acc.setdefault(label, {})[f"{prefix}/{key}"] = scores[key]
+
+    for (prefix, label, job), res in zip(runs, results):
+        add(label, prefix, res)
+        if job.method != "nsga3":
+            used.setdefault(prefix, {})[label] = res["lr"]
+        acc[label][f"{prefix}/seconds_per_seed"] = [res["seconds"] / len(job.seeds)]
+        if label == "STCH-Set":
+            add(FLOOR, prefix, res["untrained"])
+            if "truth" in res and "/" not in prefix:
+                add(ORACLE, prefix, res["truth"])
+        if res["history"]:
+            curves.setdefault(prefix, {})[label] = res["history"]
+    metrics = {lab: {key: summarize(v) for key, v in d.items()} for lab, d in acc.items()}
+    return metrics, curves, used
+
+
+def init_check(cfg: Config, names: tuple[str, ...], count: int = INIT_CHECK_SEEDS) -> dict:
+    """Worst case of the untrained initial solutions, ours against the official initialisation,
+    over `count` seeds (no training: it tests whether the two initialisations differ in kind)."""
+    out = {}
+    seeds = tuple(range(count))
+    for p in (p for p in names if p in OFFICIAL_INIT_PROBLEMS):
+        worst = {}
+        for init in ("ours", "official"):
+            batch, start, _, _, _ = prepare(cfg, p, seeds, cfg.m, cfg.k, init)
+            worst[init] = scores(batch, start)["worst"]
+        out[p] = {
+            "seeds": count,
+            "ours_mean": float(np.mean(worst["ours"])),
+            "official_mean": float(np.mean(worst["official"])),
+            "official_vs_ours": paired(worst["official"], worst["ours"]),
+        }
+    return out
 
 
 def run_bench(cfg: Config) -> dict:
-    """Run the preset; write results/<name>.json and results/figures/*.png; return the document."""
+    """Run the preset; write results/<name>.json and its figures; return the document."""
     validate(cfg)
+    if "stch-set" not in cfg.methods:
+        raise ValueError("the benchmark compares against STCH-Set: --methods must include stch-set")
     if cfg.device == "cpu":
-        torch.set_num_threads(1)  # these tensors are tiny: extra threads only add overhead
+        torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
-    acc: dict[str, dict[str, list[float]]] = {}
-    curves: dict = {}
-    for prob in cfg.problems:
-        run_grid(cfg, prob, cfg.m, cfg.k, prob, acc, curves)
-    for k in cfg.k_sweep:
-        for m in cfg.m_sweep or (None,):
-            sweep_cfg = dataclasses.replace(cfg, methods=("stch-set", "tch-set", "som"))
-            run_grid(sweep_cfg, "quadratic", m, k, f"quadratic-K{k}-m{m or 128}", acc, {})
-    metrics = {lab: {key: summarize(v) for key, v in d.items()} for lab, d in acc.items()}
-    claims = compute_claims(cfg, metrics)
-    perf, growth = performance(cfg)
+    names = problem_names(cfg)
+    lrs, tuning = tune(cfg, names)
+    runs = main_jobs(cfg, names, lrs)
+    metrics, curves, tuning["used"] = collect(runs, run_jobs(cfg, [job for _, _, job in runs]))
+    claims = compute_claims(names, metrics)
+    perf, growth = performance(cfg, names)
     figures = Path(cfg.results_dir) / "figures"
-    plot_worst(cfg, metrics, figures / f"{cfg.name}_worst.png")
-    plot_curves(curves, figures / f"{cfg.name}_curves.png")
-    plot_growth(growth, figures / f"{cfg.name}_step_cost.png")
+    prefix = "quick_" if cfg.name == "quick" else f"{cfg.name}-"
+    plot_worst(names, metrics, figures / f"{prefix}worst.png")
+    plot_curves(curves, figures / f"{prefix}curves.png")
+    plot_growth(growth, figures / f"{prefix}step_cost.png")
     doc = results_document(
         PAPER,
         cfg.name,
@@ -180,6 +246,12 @@ def run_bench(cfg: Config) -> dict:
         time.perf_counter() - start,
         cfg.device,
         perf,
+        extra={
+            "paired": paired_table(names, metrics),
+            "init_check": init_check(cfg, names),
+            "tuning": tuning,
+            "config": dataclasses.asdict(cfg),
+        },
     )
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

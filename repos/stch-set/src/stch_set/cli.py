@@ -1,4 +1,4 @@
-"""Command line: `stch-set {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `stch-set {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -6,6 +6,8 @@ Misuse (unknown command, bad preset, bad value) prints one line to stderr and ex
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import sys
 
@@ -19,7 +21,7 @@ COMMANDS = {
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
 USAGE = (
-    "usage: stch-set {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: stch-set {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`stch-set COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +33,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -41,14 +43,37 @@ def parse(command: str, argv: list[str]) -> Config:
         i += 1
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    cfg = tyro.cli(
-        Config,
-        default=PRESETS[preset],
-        args=rest,
-        prog=f"stch-set {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
-    )
+    captured = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(captured):
+            cfg = tyro.cli(
+                Config,
+                default=PRESETS[preset],
+                args=rest,
+                prog=f"stch-set {command}",
+                description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the "
+                f"defaults (now: {preset}).",
+            )
+    except SystemExit as exc:
+        if not exc.code:
+            raise
+        raise ValueError(f"{tyro_message(captured.getvalue())} (see stch-set {command} --help)")
     return validate(cfg)
+
+
+def tyro_message(text: str) -> str:
+    """tyro's boxed error as one line: the box's first paragraph, without the frame."""
+    parts = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith(("\u256d", "\u2570")):
+            continue
+        line = line.strip("\u2502 ")
+        if parts and (not line or set(line) == {"\u2500"}):
+            break
+        if line:
+            parts.append(line)
+    return " ".join(parts) or "bad command-line flags"
 
 
 def main(argv: list[str] | None = None) -> int:

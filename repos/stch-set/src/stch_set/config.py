@@ -10,7 +10,7 @@ import dataclasses
 import math
 from typing import Literal
 
-from .data import SPECS, sizes
+from .data import SPECS, USER, sizes
 
 METHODS: dict[str, str] = {
     "stch-set": "STCH-Set",
@@ -22,6 +22,8 @@ METHODS: dict[str, str] = {
     "nsga3": "NSGA-III + greedy K",
 }
 """Method key (flag value) -> label in results/*.json."""
+OFFICIAL_INIT_PROBLEMS = ("quadratic", "linear", "nonlinear")
+"""Problems of the official scripts, whose initialisation `--init official` replays."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +42,22 @@ class Config:
     """Folder the benchmark writes <name>.json and figures/ into."""
     quiet: bool = False
     """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    threads: int = 1
+    """CPU threads torch may use per process (1: these tensors are tiny, more threads only add
+    overhead; measured in the README)."""
+    workers: int = 1
+    """Benchmark worker processes, each with `threads` threads (1: everything in this process)."""
     problem: str = "quadratic"
     """Problem `train` solves: quadratic, linear, nonlinear or deep."""
+    problem_file: str = ""
+    """CSV of a user problem, one row a_i1,...,a_in,b_i per objective: f_i(x) = (a_i.x - b_i)^2.
+    Replaces --problem (train) and --problems (bench)."""
+    problem_entry: str = ""
+    """User problem as a Python entry point module:function mapping a (K, n_dim) tensor to the
+    (K, m) objectives. Replaces --problem / --problems."""
+    init: Literal["ours", "official"] = "ours"
+    """Initial solutions of `train`: ours (a generator seeded seed + 10000) or official (the
+    official scripts' global RNG stream, replayed; quadratic, linear and nonlinear only)."""
     method: str = "stch-set"
     """Method `train` runs: stch-set, tch-set, som, stch, tch, ls or nsga3."""
     problems: tuple[str, ...] = ("quadratic", "linear", "nonlinear")
@@ -51,7 +67,8 @@ class Config:
     m: int | None = None
     """Number of objectives; None takes the paper's value (128 quadratic, 1000 regression)."""
     k: int | None = None
-    """Number of solutions K; None takes the paper's value (5, or 10 for nonlinear)."""
+    """Number of solutions K; None takes the paper's value (5, or 10 for nonlinear) or 5 for a
+    user problem."""
     n_dim: int = 10
     """Input dimension n of every problem."""
     steps: int = 2000
@@ -59,7 +76,16 @@ class Config:
     optimizer: Literal["schedulefree", "adam"] = "schedulefree"
     """schedulefree: SGD-SF for vectors, AdamW-SF for networks (official); adam: torch Adam."""
     lr: float = 1e-2
-    """Learning rate."""
+    """Learning rate of `train` (the benchmark picks one per method from tune_lrs)."""
+    tune_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+    """Benchmark learning-rate grid, the same for every gradient method (empty: use lr); an
+    evaluation run that diverges falls back to the next smaller value."""
+    tune_seeds: tuple[int, ...] = (100, 101)
+    """Validation instances the learning rate is chosen on (disjoint from seeds)."""
+    tune_steps: int = 2000
+    """Steps of each tuning run."""
+    compare_init_methods: tuple[str, ...] = ("stch-set", "tch-set", "som")
+    """Methods the benchmark also runs from the official initialisation (empty: none)."""
     warmup_steps: int = 100
     """Warm-up steps of the schedule-free optimisers."""
     mu: float = 0.1
@@ -80,8 +106,8 @@ class Config:
     """Benchmark sweep over m on the quadratic problem (empty: no sweep)."""
     perf_steps: int = 300
     """Steps timed for the vectorised step time in the performance figures."""
-    reference_steps: int = 3
-    """Steps timed for the unvectorised reference loop in the performance figures."""
+    official_steps: int = 200
+    """Steps timed for the port of the official training step in the performance figures."""
     target_steps: int = 10_000
     """Step cap of the run timed to the official worst case (stops as soon as it is reached)."""
     perf_m: tuple[int, ...] = (128, 512, 2048)
@@ -91,7 +117,17 @@ class Config:
 
 
 PRESETS: dict[str, Config] = {
-    "quick": Config(),
+    "quick": Config(workers=2),
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        workers=2,
+        seeds=tuple(range(10)),
+        steps=10_000,
+        tune_seeds=(100, 101, 102),
+        # quick's TCH-Set on quadratic picks its grid's upper edge (1) while still improving
+        tune_lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0),
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -103,14 +139,17 @@ PRESETS: dict[str, Config] = {
         nsga_generations=500,
         k_sweep=(3, 5, 8, 10),
         m_sweep=(128, 1024),
+        tune_seeds=(100, 101, 102),
+        tune_steps=10_000,
     ),
 }
 
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    for field in ("mu", "pref_mu", "lr", "nsga_bound"):
-        value = getattr(cfg, field)
+    for field, value in [(f, getattr(cfg, f)) for f in ("mu", "pref_mu", "lr", "nsga_bound")] + [
+        ("tune_lrs", v) for v in cfg.tune_lrs
+    ]:
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{field} must be a finite number > 0, got {value}")
     if cfg.mu_anneal < 0:
@@ -121,19 +160,44 @@ def validate(cfg: Config) -> Config:
         "nsga_pop",
         "nsga_generations",
         "perf_steps",
-        "reference_steps",
+        "official_steps",
         "target_steps",
+        "threads",
+        "workers",
+        "tune_steps",
     ):
         if getattr(cfg, field) < 1:
             raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     if cfg.warmup_steps < 0:
         raise ValueError(f"warmup_steps must be >= 0, got {cfg.warmup_steps}")
+    if cfg.problem_file and cfg.problem_entry:
+        raise ValueError("give --problem-file or --problem-entry, not both")
     for name in (cfg.problem, *cfg.problems):
         if name not in SPECS:
             raise ValueError(f"unknown problem {name!r}; expected one of {sorted(SPECS)}")
-    for name in (cfg.method, *cfg.methods):
+    for name in (cfg.method, *cfg.methods, *cfg.compare_init_methods):
         if name not in METHODS:
             raise ValueError(f"unknown method {name!r}; expected one of {sorted(METHODS)}")
+    if "nsga3" in cfg.compare_init_methods:
+        raise ValueError("compare_init_methods takes gradient methods only, got nsga3")
+    if cfg.init not in ("ours", "official"):
+        raise ValueError(f"init must be ours or official, got {cfg.init!r}")
+    user = bool(cfg.problem_file or cfg.problem_entry)
+    if cfg.init == "official" and (user or cfg.problem not in OFFICIAL_INIT_PROBLEMS):
+        raise ValueError(
+            f"--init official replays the official scripts and exists for "
+            f"{', '.join(OFFICIAL_INIT_PROBLEMS)} only, got problem "
+            f"{USER if user else repr(cfg.problem)}"
+        )
+    if user and cfg.m is not None:
+        raise ValueError("--m does not apply to a user problem: its m is fixed by the problem")
+    if min((cfg.seed, *cfg.seeds, *cfg.tune_seeds)) < 0:
+        raise ValueError(f"seeds must be >= 0, got {min((cfg.seed, *cfg.seeds, *cfg.tune_seeds))}")
+    if set(cfg.seeds) & set(cfg.tune_seeds):
+        raise ValueError(
+            f"tune_seeds must be disjoint from seeds (a validation split), both have "
+            f"{sorted(set(cfg.seeds) & set(cfg.tune_seeds))}"
+        )
     if (
         not cfg.perf_m
         or not cfg.perf_k
@@ -145,7 +209,7 @@ def validate(cfg: Config) -> Config:
         )
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
-    for problem in (cfg.problem, *cfg.problems):
+    for problem in () if user else (cfg.problem, *cfg.problems):
         m, k = sizes(problem, cfg.m, cfg.k)
         if m < 1 or k < 1 or k > m:
             raise ValueError(

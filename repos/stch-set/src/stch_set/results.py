@@ -47,11 +47,6 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
-
-
 def git_commit() -> str | None:
     try:
         out = subprocess.run(
@@ -89,7 +84,9 @@ def results_document(
     wall_seconds: float,
     device: str,
     performance: list[dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """The results document; `extra` adds top-level keys (paired comparisons, tuning, config)."""
     doc = {
         "paper": paper,
         "mode": mode,
@@ -103,4 +100,4 @@ def results_document(
     }
     if performance:
         doc["performance"] = performance
-    return doc
+    return {**doc, **(extra or {})}

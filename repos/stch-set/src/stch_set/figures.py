@@ -1,0 +1,64 @@
+"""Benchmark figures (matplotlib, headless), written atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from .claims import FLOOR, ORACLE, OURS
+from .results import save_figure
+
+
+def plot_worst(problems: tuple[str, ...], metrics: dict, path: Path) -> None:
+    """Mean worst case per method (bars) with every seed's value (dots), log scale."""
+    fig, axes = plt.subplots(1, len(problems), figsize=(4.4 * len(problems), 3.8), squeeze=False)
+    for ax, prob in zip(axes[0], problems):
+        labels = [lab for lab in metrics if f"{prob}/worst" in metrics[lab]]
+        entries = [metrics[lab][f"{prob}/worst"] for lab in labels]
+        colours = [
+            "C3" if lab == OURS else "0.6" if lab in (FLOOR, ORACLE) else "C0" for lab in labels
+        ]
+        ax.bar(range(len(labels)), [e["mean"] for e in entries], color=colours, alpha=0.8)
+        for i, e in enumerate(entries):
+            ax.plot([i] * len(e["values"]), e["values"], "k.", ms=3)
+        ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
+        ax.set_yscale("log")
+        ax.set_title(f"{prob}: worst case max_i min_k f_i", fontsize=9)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def plot_curves(curves: dict, path: Path) -> None:
+    """Worst case of the averaged weights during training, mean over seeds."""
+    fig, axes = plt.subplots(1, max(1, len(curves)), figsize=(4.4 * max(1, len(curves)), 3.4))
+    for ax, (tag, by_method) in zip(np.atleast_1d(axes), curves.items()):
+        for label, history in by_method.items():
+            steps = [s for s, _ in history]
+            worst = [float(np.mean(w)) for _, w in history]
+            ax.plot(steps, worst, label=label, lw=2.5 if label == OURS else 1.2)
+        ax.set_yscale("log")
+        ax.set_xlabel("step")
+        ax.set_title(f"{tag}: worst case (mean over seeds)", fontsize=9)
+        ax.legend(fontsize=6)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def plot_growth(growth: dict, path: Path) -> None:
+    """Seconds per training step against m and K: ours against the port of the official step."""
+    fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    for ax, (axis, rows) in zip(axes, growth.items()):
+        if rows:
+            sizes_, ours, ref = zip(*rows)
+            ax.loglog(sizes_, ours, "o-", label="ours (cached data)")
+            ax.loglog(sizes_, ref, "s--", label="official step (port)")
+        ax.set_xlabel(axis)
+        ax.set_ylabel("seconds per step (quadratic)")
+    axes[0].legend(fontsize=7)
+    save_figure(fig, path)
+    plt.close(fig)
