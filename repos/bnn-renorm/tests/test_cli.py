@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from conftest import shrink_flags
+from test_data import write_idx
 
-from bnn_renorm.cli import main
+from bnn_renorm import train
+from bnn_renorm.cli import main, parse
 
 
 def test_help_lists_commands(capsys):
@@ -22,7 +26,15 @@ def test_help_lists_commands(capsys):
         (["train", "--temperature", "0"], "temperature must be > 0"),
         (["train", "--s2", "-1"], "s2 must be > 0"),
         (["train", "--burn-in", "5000"], "burn_in"),
-        (["train", "--device", "tpu"], "device must be cpu or gpu"),
+        (["train", "--device", "tpu"], "device must be cpu, gpu or cuda"),
+        (["bench", "--preset"], "--preset needs a value"),
+        (["train", "--sub-relu-widths", "300"], "every width < sub_relu_p=60"),
+        (["train", "--sub-restarts", "0"], "sub_restarts must be >= 1"),
+        (["train", "--mnist-images", "img.gz"], "must be given together"),
+        (
+            ["train", "--mnist-images", "nowhere/img.gz", "--mnist-labels", "nowhere/lab.gz"],
+            "mnist_images: no such file 'nowhere/img.gz'",
+        ),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys):
@@ -33,6 +45,25 @@ def test_misuse_exits_2_with_message(argv, message, capsys):
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
     assert main(["eval", "--out", str(tmp_path)]) == 2
     assert "run `train" in capsys.readouterr().err
+
+
+def test_corrupt_mnist_file_is_a_one_line_error(tmp_path, capsys):
+    (tmp_path / "img").write_bytes(b"\x00\x00\x08\x03garbage")
+    (tmp_path / "lab").write_bytes(b"\x00\x00\x08\x01\x00\x00\x00\x02\x01\x02")
+    flags = ["--mnist-images", str(tmp_path / "img"), "--mnist-labels", str(tmp_path / "lab")]
+    assert main(["train", "--out", str(tmp_path / "run"), *flags, *shrink_flags()]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and str(tmp_path / "img") in err and "\n" not in err
+
+
+def test_mnist_idx_files_reach_the_relu_experiment_from_the_cli(tmp_path):
+    rng = np.random.default_rng(0)
+    write_idx(tmp_path / "img.gz", rng.integers(0, 256, size=(12, 7, 9)))
+    write_idx(tmp_path / "lab.gz", rng.integers(0, 10, size=12))
+    flags = ["--mnist-images", str(tmp_path / "img.gz"), "--mnist-labels", str(tmp_path / "lab.gz")]
+    cfg = parse("train", [*flags, *shrink_flags()])
+    x, y, x_test, _ = train.relu_problem(cfg, 0)
+    assert x.shape == (6, 63) and x_test.shape == (3, 63) and y.shape == (6,)
 
 
 def test_readme_quick_start_commands_run(readme_run):

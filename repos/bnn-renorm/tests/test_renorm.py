@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bnn_renorm import data, kernels, renorm
+from bnn_renorm import data, kernels, renorm, train
 
 
 def teacher(p=30, n0=50, seed=0):
@@ -46,24 +46,37 @@ def test_mp_closed_form_matches_eigenvalues(p, ratio):
         assert deriv == pytest.approx(np.mean(1 / (ev + t) ** 2), rel=2e-2)
 
 
-def test_integral_fixed_point_matches_finite_size_bpkr():
-    _, y, _, k0 = teacher(p=400, n0=800)
-    u = renorm.bpkr_u(k0, y, 200, 1.0, 0.05)
-    u_mp = renorm.integral_u(0.5, 2.0, 1.0, 0.05, float(jnp.sum(y**2)) / 400 - 0.09, 0.09)
+@pytest.mark.parametrize("s2", [0.5, 1.0, 2.0])
+def test_integral_fixed_point_matches_finite_size_bpkr(s2):
+    x, y, _ = data.linear_teacher(400, 800, 5, 0, scale=3.0, noise=0.1)
+    u = renorm.bpkr_u(kernels.linear_k0(x, x, s2), y, 200, s2, 0.05)
+    u_mp = renorm.integral_u(0.5, 2.0, s2, 0.05, float(jnp.sum(y**2)) / 400 - 0.09, 0.09)
     assert u_mp == pytest.approx(u, rel=0.03)
 
 
-def test_spectral_estimator_tends_to_bpkr_for_wide_nets():
-    x, y, x_test, k0 = teacher()
-    blocks = (
-        k0,
-        kernels.linear_k0(x_test, x, 1.0),
-        jnp.diag(kernels.linear_k0(x_test, x_test, 1.0)),
-    )
-    u = renorm.bpkr_u(k0, y, 10**6, 1.0, 0.02)
-    _, v_u = kernels.gp_predict(u * blocks[0], u * blocks[1], u * blocks[2], y, 0.02)
-    _, v_spec = renorm.spectral_scale_posterior(*blocks, y, 10**6, 1.0, 0.02)
-    np.testing.assert_allclose(v_spec, v_u, rtol=1e-3)
+@pytest.mark.parametrize("s2", [0.5, 1.0, 2.0])
+def test_integral_variance_ratio_is_one_without_renormalisation(s2):
+    for ratio in (0.4, 2.5):
+        assert renorm.integral_variance_ratio(ratio, s2, s2, 0.02) == pytest.approx(1.0, rel=1e-12)
+    assert renorm.integral_variance_ratio(0.4, 2 * s2, s2, 0.02) > 1.5  # u > s2 widens it
+
+
+@pytest.mark.parametrize("s2", [0.5, 2.0])
+def test_integral_variance_ratio_matches_finite_size_ratio(s2):
+    # Eq. 3's fresh-input variance against the GP formulas on a large Gaussian design.
+    x, y, x_test = data.linear_teacher(300, 600, 200, 1, scale=3.0, noise=0.1)
+    blocks = train.kernel_blocks(kernels.linear_nngp, x, x_test, s2)
+    u = 1.7 * s2
+    finite = renorm.renormalised_variance_ratio(*blocks, y, u, s2, 0.05)
+    assert renorm.integral_variance_ratio(0.5, u, s2, 0.05) == pytest.approx(finite, rel=0.03)
+
+
+@pytest.mark.parametrize("s2", [0.5, 1.0, 2.0])
+def test_bpkr_ratio_tends_to_one_for_wide_nets_at_any_prior_variance(s2):
+    x, y, x_test = data.linear_teacher(30, 50, 5, 0, scale=3.0, noise=0.1)
+    blocks = train.kernel_blocks(kernels.linear_nngp, x, x_test, s2)
+    u = renorm.bpkr_u(blocks[0], y, 10**7, s2, 0.02)
+    assert renorm.renormalised_variance_ratio(*blocks, y, u, s2, 0.02) == pytest.approx(1, abs=1e-4)
 
 
 @pytest.mark.parametrize(

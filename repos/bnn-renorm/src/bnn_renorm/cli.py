@@ -1,4 +1,4 @@
-"""Command line: `bnn-renorm {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `bnn-renorm {train,eval,bench} [--preset demo|quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -14,12 +14,15 @@ import tyro
 from .config import PRESETS, Config, validate
 
 COMMANDS = {
-    "train": "run every estimator and sampler for --seed and write metrics to --out",
+    "train": "run every estimator and sampler for --seed and write metrics to --out "
+    "(default preset: demo, one to two minutes)",
     "eval": "print the metrics of a finished run in --out",
-    "bench": "run train over --seeds, then write results/<preset>.json and figures",
+    "bench": "run train over --seeds, then write <results-dir>/<preset>.json and figures "
+    "(default preset: quick)",
 }
+DEFAULT_PRESET = {"train": "demo", "eval": "demo", "bench": "quick"}
 USAGE = (
-    "usage: bnn-renorm {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: bnn-renorm {train,eval,bench} [--preset demo|quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`bnn-renorm COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -27,11 +30,11 @@ USAGE = (
 
 def parse(command: str, argv: list[str]) -> Config:
     """Split off --preset, then let tyro turn the remaining flags into a Config."""
-    preset, rest, i = "quick", [], 0
+    preset, rest, i = DEFAULT_PRESET.get(command, "quick"), [], 0
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {', '.join(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,7 +49,8 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"bnn-renorm {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the defaults "
+        f"(now: {preset}).",
     )
     return validate(cfg)
 

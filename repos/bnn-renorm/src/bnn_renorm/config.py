@@ -7,6 +7,7 @@ command-line flag overrides the preset's value. Nothing is derived in `__post_in
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Config:
     seeds: tuple[int, ...] = (0, 1, 2)
     """Seeds the benchmark runs over."""
     device: str = "cpu"
-    """JAX platform to run on (cpu or gpu)."""
+    """JAX platform to run on (cpu, or gpu / cuda for an NVIDIA GPU)."""
     out: str = "runs/quick"
     """Folder for config.json and metrics.json."""
     results_dir: str = "results"
@@ -29,11 +30,11 @@ class Config:
     """Prior variance sigma^2 of every weight."""
     temperature: float = 0.02
     """Gibbs temperature T (observation-noise variance) of the linear-network posteriors."""
-    n0: int = 80
-    """Input dimension N0 of the linear teacher."""
-    p: int = 40
-    """Training points P of the linear-width experiment."""
-    alphas: tuple[float, ...] = (0.25, 1.0, 4.0)
+    n0: int = 500
+    """Input dimension N0 of the linear teacher (the paper's Figure 1: N0 = 500)."""
+    p: int = 200
+    """Training points P of the linear-width experiment (the paper's Figure 1: P = 200)."""
+    alphas: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
     """Load factors alpha = P / N of the linear-width experiment (width N = P / alpha)."""
     n_test: int = 20
     """Test inputs at which predictive variances are averaged."""
@@ -42,45 +43,84 @@ class Config:
     teacher_noise: float = 0.1
     """Standard deviation of the teacher's label noise before scaling."""
     gibbs_sweeps: int = 400
-    """Blocked Gibbs sweeps per chain."""
+    """Blocked Gibbs sweeps of the sampler-speed comparison (the linear ground truth is quadrature)."""
     burn_in: int = 100
-    """Gibbs sweeps discarded at the start of every chain."""
+    """Gibbs sweeps discarded at the start of that chain."""
     relu_p: int = 24
-    """Training digits of the ReLU experiment (sklearn digits, N0 = 64)."""
+    """Training images of the ReLU linear-width experiment (digits, or MNIST with --mnist-*)."""
     relu_alphas: tuple[float, ...] = (0.5, 2.0)
-    """Load factors of the ReLU experiment."""
+    """Load factors of the ReLU linear-width experiment."""
     relu_temperature: float = 0.05
     """Temperature of the ReLU posteriors."""
     nuts_warmup: int = 100
-    """NUTS warm-up steps per chain."""
+    """NUTS warm-up steps per chain in the ReLU linear-width experiment."""
     nuts_samples: int = 100
-    """NUTS samples kept per chain."""
-    sub_p: int = 400
-    """Training points of the sublinear-width experiment (N much smaller than P)."""
-    sub_widths: tuple[int, ...] = (5, 20)
-    """Widths N of the sublinear-width experiment."""
-    sub_sweeps: int = 20_000
-    """Blocked Gibbs sweeps per chain in the sublinear-width experiment (its errors are < 1%)."""
-    sub_burn_in: int = 4_000
-    """Gibbs sweeps discarded at the start of every sublinear-width chain."""
-    sub_relu_p: int = 100
-    """Training points of the ReLU sublinear-width experiment (linear teacher, as the paper's)."""
-    sub_relu_n0: int = 20
-    """Input dimension of the ReLU sublinear-width experiment (P / N0 = 5, as the paper's)."""
-    sub_relu_widths: tuple[int, ...] = (5, 20)
-    """Widths N of the ReLU sublinear-width experiment (P / (N N0) = 1 and 0.25)."""
+    """NUTS samples kept per chain in the ReLU linear-width experiment."""
+    mnist_images: str = ""
+    """MNIST images idx file (train-images-idx3-ubyte[.gz]); with --mnist-labels, replaces digits."""
+    mnist_labels: str = ""
+    """MNIST labels idx file (train-labels-idx1-ubyte[.gz]) matching --mnist-images."""
+    sub_relu_p: int = 200
+    """Training points of the sublinear-width experiment (linear teacher, the paper's P = 200)."""
+    sub_relu_n0: int = 40
+    """Input dimension of the sublinear-width experiment (the paper's N0 = 40)."""
+    sub_relu_widths: tuple[int, ...] = (2, 5, 10, 20)
+    """Widths N of the sublinear-width experiment (the paper's N in {2, 5, 10, 20})."""
+    sub_nuts_warmup: int = 400
+    """NUTS warm-up steps per chain in the sublinear-width experiment (30 + 30 flips its claim)."""
+    sub_nuts_samples: int = 400
+    """NUTS samples kept per chain in the sublinear-width experiment."""
+    sub_restarts: int = 4
+    """Trained networks (MAP restarts) whose kernel spectra the sublinear estimator pools."""
+    perf_p: int = 40
+    """Training points of the sampler-speed comparison (linear teacher)."""
+    perf_n0: int = 80
+    """Input dimension of the sampler-speed comparison."""
     perf_width: int = 10
     """Width of the network on which Gibbs and NUTS effective samples per second are compared."""
 
 
 PRESETS: dict[str, Config] = {
+    # `train`'s default: one seed in one to two minutes, to see every stage run.
+    "demo": Config(
+        name="demo",
+        out="runs/demo",
+        n0=100,
+        p=40,
+        alphas=(0.5, 2.0),
+        relu_alphas=(2.0,),
+        nuts_warmup=50,
+        nuts_samples=50,
+        sub_relu_p=60,
+        sub_relu_n0=12,
+        sub_relu_widths=(2, 10),
+        sub_nuts_warmup=100,
+        sub_nuts_samples=100,
+        sub_restarts=2,
+        perf_width=4,
+        seeds=(0,),
+    ),
+    # The defaults: every experiment at the paper's sizes except the small ReLU linear-width one.
     "quick": Config(),
+    # The smallest CPU scale of every paper experiment (README: Results, expected wall time).
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        alphas=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+        relu_p=60,
+        relu_alphas=(0.5, 1.0, 2.0),
+        nuts_warmup=400,
+        nuts_samples=400,
+        # Sublinear chains 2.5x quick's 400 + 400 (short chains can move the sublinear gates).
+        sub_nuts_warmup=1_000,
+        sub_nuts_samples=1_000,
+        sub_restarts=8,
+        perf_width=20,
+    ),
     "full": Config(
         name="full",
         out="runs/full",
         device="gpu",
-        n0=500,
-        p=200,
         alphas=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
         gibbs_sweeps=20_000,
         burn_in=4_000,
@@ -88,14 +128,11 @@ PRESETS: dict[str, Config] = {
         relu_alphas=(0.25, 0.5, 1.0, 2.0, 4.0),
         nuts_warmup=1_000,
         nuts_samples=2_000,
-        sub_p=2_000,
-        sub_widths=(5, 10, 20, 40),
-        sub_sweeps=100_000,
-        sub_burn_in=20_000,
-        sub_relu_p=200,
-        sub_relu_n0=40,
-        sub_relu_widths=(2, 5, 10, 20),
+        sub_nuts_warmup=2_000,
+        sub_nuts_samples=4_000,
+        sub_restarts=16,
         perf_width=100,
+        seeds=(0, 1, 2, 3, 4),
     ),
 }
 
@@ -110,27 +147,37 @@ def validate(cfg: Config) -> Config:
         "p",
         "n_test",
         "relu_p",
-        "sub_p",
         "sub_relu_p",
         "sub_relu_n0",
         "perf_width",
+        "perf_p",
+        "perf_n0",
         "nuts_samples",
+        "sub_nuts_samples",
+        "sub_restarts",
     ):
         if getattr(cfg, name) < 1:
             raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
     if not 0 <= cfg.burn_in < cfg.gibbs_sweeps:
         raise ValueError(f"need 0 <= burn_in < gibbs_sweeps, got {cfg.burn_in}, {cfg.gibbs_sweeps}")
-    if not 0 <= cfg.sub_burn_in < cfg.sub_sweeps:
-        raise ValueError(
-            f"need 0 <= sub_burn_in < sub_sweeps, got {cfg.sub_burn_in}, {cfg.sub_sweeps}"
-        )
-    lists = (cfg.alphas, cfg.relu_alphas, cfg.sub_widths, cfg.sub_relu_widths, cfg.seeds)
+    if cfg.nuts_warmup < 0 or cfg.sub_nuts_warmup < 0:
+        raise ValueError("nuts_warmup and sub_nuts_warmup must be >= 0")
+    lists = (cfg.alphas, cfg.relu_alphas, cfg.sub_relu_widths, cfg.seeds)
     if not all(lists):
+        raise ValueError("alphas, relu_alphas, sub_relu_widths and seeds must each name a value")
+    if min(cfg.alphas + cfg.relu_alphas) <= 0 or min(cfg.sub_relu_widths) < 1:
+        raise ValueError("alphas must be > 0 and sub_relu_widths >= 1")
+    if max(cfg.sub_relu_widths) >= cfg.sub_relu_p:
         raise ValueError(
-            "alphas, relu_alphas, sub_widths, sub_relu_widths and seeds must each name a value"
+            f"the sublinear experiment needs every width < sub_relu_p={cfg.sub_relu_p}, "
+            f"got {max(cfg.sub_relu_widths)}"
         )
-    if min(cfg.alphas + cfg.relu_alphas) <= 0 or min(cfg.sub_widths + cfg.sub_relu_widths) < 1:
-        raise ValueError("alphas must be > 0 and sub_widths, sub_relu_widths >= 1")
-    if cfg.device not in ("cpu", "gpu"):
-        raise ValueError(f"device must be cpu or gpu, got {cfg.device!r}")
+    if bool(cfg.mnist_images) != bool(cfg.mnist_labels):
+        raise ValueError("--mnist-images and --mnist-labels must be given together")
+    for name in ("mnist_images", "mnist_labels"):
+        path = getattr(cfg, name)
+        if path and not Path(path).is_file():
+            raise ValueError(f"{name}: no such file {path!r}")
+    if cfg.device not in ("cpu", "gpu", "cuda"):
+        raise ValueError(f"device must be cpu, gpu or cuda, got {cfg.device!r}")
     return cfg

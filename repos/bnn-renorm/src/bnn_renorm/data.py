@@ -56,11 +56,16 @@ def read_idx(path: str | Path) -> np.ndarray:
     """Read an MNIST idx file (optionally .gz): magic 0x0000 08 NDIM, big-endian dims, uint8 data."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        raw = fh.read()
+    try:
+        with opener(path, "rb") as fh:
+            raw = fh.read()
+    except (OSError, EOFError) as exc:  # missing, unreadable or a truncated/corrupt .gz
+        raise ValueError(f"cannot read idx file {path}: {exc}") from exc
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic {raw[:4].hex()})")
     ndim = raw[3]
+    if len(raw) < 4 + 4 * ndim:
+        raise ValueError(f"{path}: truncated idx header ({len(raw)} bytes for {ndim} dimensions)")
     dims = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
     body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if body.size != int(np.prod(dims)):
@@ -73,6 +78,7 @@ def load_mnist(images_path: str | Path, labels_path: str | Path) -> tuple[np.nda
     images, labels = read_idx(images_path), read_idx(labels_path)
     if images.ndim != 3 or labels.ndim != 1 or len(images) != len(labels):
         raise ValueError(
-            f"expected N x H x W images and N labels, got {images.shape}, {labels.shape}"
+            f"expected N x H x W images in {images_path} and N labels in {labels_path}, "
+            f"got {images.shape}, {labels.shape}"
         )
     return images.astype(np.float64), labels.astype(np.int64)

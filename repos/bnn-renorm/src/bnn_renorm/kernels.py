@@ -35,6 +35,11 @@ def linear_k0(x1: jax.Array, x2: jax.Array, s2: float) -> jax.Array:
     return s2 * x1 @ x2.T / x1.shape[1]
 
 
+def linear_nngp(x1: jax.Array, x2: jax.Array, s2: float) -> jax.Array:
+    """NNGP kernel of the linear net, s2 * K0 = s2^2 x . x' / N0 (readout variance times K0)."""
+    return s2 * linear_k0(x1, x2, s2)
+
+
 def arccos_from_k0(k12: jax.Array, k11: jax.Array, k22: jax.Array) -> jax.Array:
     """E[relu(u) relu(v)] for (u, v) Gaussian with covariances k11, k22, k12 (Cho & Saul, n=1)."""
     norm = jnp.sqrt(k11 * k22)

@@ -1,5 +1,5 @@
-"""Kernel renormalisation (BPKR) of one-hidden-layer BNNs, its Marchenko-Pastur integral form and
-the spectral scale-posterior estimator for the sublinear-width regime.
+"""Kernel renormalisation (BPKR, the paper's fixed point, Eq. 4) of one-hidden-layer BNNs and its
+Marchenko-Pastur integral form (the paper's integral estimator, Eq. 3, for isotropic inputs).
 
 Notation: the renormalised kernel is u * Kb, where Kb is the base kernel whose NNGP limit is
 s2 * Kb (Kb = K0 = s2 X X^T / N0 for linear nets, Kb = ReLU-NNGP / s2 for ReLU nets). P training
@@ -141,46 +141,10 @@ def integral_u(
 
 
 def integral_variance_ratio(ratio: float, u: float, s2: float, temperature: float) -> float:
-    """Mean fresh-input variance T m_S(-T/(u s2)) over its NNGP value T m_S(-T/s2)."""
-    num = fresh_input_stieltjes(temperature / (u * s2), ratio)
-    return num / fresh_input_stieltjes(temperature / s2, ratio)
+    """Mean fresh-input variance T m_S(-T/(u s2)) over its NNGP value T m_S(-T/s2^2).
 
-
-def spectral_scale_posterior(
-    k_train: jax.Array,
-    k_cross: jax.Array,
-    k_diag: jax.Array,
-    y: jax.Array,
-    width: int,
-    s2: float,
-    temperature: float,
-    grid: int = 2001,
-) -> tuple[jax.Array, jax.Array]:
-    """Predictive mean and variance integrating the scale u of the width-N kernel u Kb.
-
-    Readout a ~ N(0, s2 Id_N) makes u = |a|^2 / N ~ s2 chi2_N / N; given u the network is a GP
-    with kernel u Kb (exact for one-hidden-layer linear nets). The posterior of log u,
-    (N/2) log u - N u/(2 s2) - 1/2 sum_k [log(u lam_k + T) + y_k^2 / (u lam_k + T)], is a function
-    of the kernel's spectrum (lam_k, y_k = e_k^T Y) only; BPKR is exactly its mode, this
-    estimator integrates over it (1-D quadrature on a log grid around the mode).
-
-    Our stand-in, not the paper's sublinear estimator (whose formula we could not confirm). It
-    is the exact posterior of a one-hidden-layer linear net, so it differs from BPKR only by the
-    Laplace error of the mode, which vanishes once the data pin u down (large P), whatever N.
+    The renormalised kernel is u K0 = u s2 A and the NNGP kernel s2 K0 = s2^2 A (A = X X^T / N0),
+    so the ratio is exactly 1 at u = s2 for every s2.
     """
-    u_star = bpkr_u(k_train, y, width, s2, temperature)
-    lam, vec, proj = spectrum(k_train, y)
-    log_u = np.log(u_star) + np.linspace(-5.0, 5.0, grid)
-    u = np.exp(log_u)[:, None]
-    denom = u * lam[None, :] + temperature
-    log_post = 0.5 * width * (log_u - np.exp(log_u) / s2) - 0.5 * np.sum(
-        np.log(denom) + proj[None, :] ** 2 / denom, axis=1
-    )
-    w = np.exp(log_post - log_post.max())
-    w /= w.sum()
-    c = np.asarray(k_cross) @ vec  # M x P projections of the test kernel rows
-    means = u * ((proj[None, :] / denom) @ c.T)  # grid x M
-    variances = u * np.asarray(k_diag)[None, :] - u**2 * ((1.0 / denom) @ (c**2).T)
-    mean = w @ means
-    var = w @ variances + w @ means**2 - mean**2
-    return jnp.asarray(mean), jnp.asarray(var)
+    num = fresh_input_stieltjes(temperature / (u * s2), ratio)
+    return num / fresh_input_stieltjes(temperature / s2**2, ratio)

@@ -1,5 +1,6 @@
-"""Ground truth: an exact blocked Gibbs sampler for linear one-hidden-layer BNNs and NUTS
-(numpyro) for ReLU nets, both reporting Rao-Blackwellised predictive statistics.
+"""Ground truth: exact quadrature over the readout scale for linear one-hidden-layer BNNs (with an
+exact blocked Gibbs sampler as its check) and NUTS (numpyro) for ReLU nets; the samplers report
+Rao-Blackwellised predictive statistics.
 
 Given the hidden weights W the readout a is Bayesian linear regression, so every sample of W
 contributes the exact conditional mean and variance of f(x*); the predictive variance is
@@ -14,11 +15,13 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.scipy.linalg import cho_solve, solve_triangular
 from numpyro.infer import MCMC, NUTS
 
+from . import renorm
 from .kernels import check_finite, check_positive
 
 jax.config.update("jax_enable_x64", True)
@@ -30,6 +33,8 @@ class Posterior(NamedTuple):
     mean: jax.Array
     var: jax.Array
     trace: jax.Array
+    within: jax.Array
+    """E_W[var(f*|W)], the readout's share of `var` (the rest is Var_W[E(f*|W)])."""
 
 
 def readout_given_features(feat: jax.Array, y: jax.Array, s2: float, t: float):
@@ -47,7 +52,8 @@ def conditional_prediction(feat, feat_test, y, s2, t):
 
 
 def _summarise(means: jax.Array, variances: jax.Array, trace: jax.Array) -> Posterior:
-    return Posterior(means.mean(0), variances.mean(0) + means.var(0), trace)
+    within = variances.mean(0)
+    return Posterior(means.mean(0), within + means.var(0), trace, within)
 
 
 def _check(x, y, s2, t):
@@ -205,3 +211,40 @@ def nuts_linear_full(
     s = jax.block_until_ready(mcmc.get_samples())
     seconds = time.perf_counter() - start
     return jax.vmap(lambda a, z: x_test[0] @ z.T @ a * scale)(s["a"], s["z"]), seconds
+
+
+def exact_linear_posterior(
+    k_train: jax.Array,
+    k_cross: jax.Array,
+    k_diag: jax.Array,
+    y: jax.Array,
+    width: int,
+    s2: float,
+    temperature: float,
+    grid: int = 2001,
+) -> tuple[jax.Array, jax.Array]:
+    """Exact predictive mean and variance of a one-hidden-layer linear net (quadrature over u).
+
+    Readout a ~ N(0, s2 Id_N) makes u = |a|^2 / N ~ s2 chi2_N / N; given u the network is a GP
+    with kernel u Kb (exact for one-hidden-layer linear nets). The posterior of log u,
+    (N/2) log u - N u/(2 s2) - 1/2 sum_k [log(u lam_k + T) + y_k^2 / (u lam_k + T)], is a function
+    of the kernel's spectrum (lam_k, y_k = e_k^T Y) only; BPKR is exactly its mode, the ground
+    truth integrates over it (1-D quadrature on a log grid around the mode). Kb must be K0 (the
+    NNGP is s2 Kb). Exact for linear nets only: a ReLU net's kernel is not a scaled fixed matrix.
+    """
+    u_star = renorm.bpkr_u(k_train, y, width, s2, temperature)
+    lam, vec, proj = renorm.spectrum(k_train, y)
+    log_u = np.log(u_star) + np.linspace(-5.0, 5.0, grid)
+    u = np.exp(log_u)[:, None]
+    denom = u * lam[None, :] + temperature
+    log_post = 0.5 * width * (log_u - np.exp(log_u) / s2) - 0.5 * np.sum(
+        np.log(denom) + proj[None, :] ** 2 / denom, axis=1
+    )
+    w = np.exp(log_post - log_post.max())
+    w /= w.sum()
+    c = np.asarray(k_cross) @ vec  # M x P projections of the test kernel rows
+    means = u * ((proj[None, :] / denom) @ c.T)  # grid x M
+    variances = u * np.asarray(k_diag)[None, :] - u**2 * ((1.0 / denom) @ (c**2).T)
+    mean = w @ means
+    var = w @ variances + w @ means**2 - mean**2
+    return jnp.asarray(mean), jnp.asarray(var)
