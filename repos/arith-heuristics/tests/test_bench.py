@@ -1,52 +1,104 @@
-"""The benchmark writes a results file in the meta-repo schema with computed claims."""
+"""The benchmark writes a results file in the meta-repo schema with computed claims, and each
+claim's check fails on its negative control."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from arith_heuristics.bench import claims_from, run_bench
+from arith_heuristics.config import OPERATORS
+
+CLAIM_IDS = [
+    "faithful-sparse-neurons",
+    "top-neurons-classified",
+    "heuristic-knockout-targets-associated",
+    "prompt-knockout-below-random",
+    "checkpoint-overlap-rises",
+]
 
 
 def test_bench_writes_schema(tiny):
-    doc = run_bench(tiny)
-    on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk["claims"] == doc["claims"]
+    cfg = dataclasses.replace(tiny, seeds=(0, 1, 2), n_boot=200)
+    doc = run_bench(cfg)
+    on_disk = json.loads((Path(cfg.results_dir) / "quick.json").read_text())
+    assert on_disk["claims"] == json.loads(json.dumps(doc["claims"]))
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert len(doc["claims"]) == 5
+    assert [c["id"] for c in doc["claims"]] == CLAIM_IDS
+    assert all("negative_control" in c and "interval" in c for c in doc["claims"])
+    for row in ("RandomNeurons", "BottomNeurons", "UntrainedModel", "IndependentModel"):
+        assert row in doc["metrics"], row
     perf = doc["performance"][0]
-    assert perf["ours_s"] > 0 and perf["peer_s"] > 0 and -1 <= perf["score_correlation"] <= 1
-    assert (Path(tiny.results_dir) / "figures" / "quick_analysis.png").exists()
+    assert perf["unit"] == "s" and perf["ours_value"] > 0 and perf["peer_value"] > 0
+    assert (Path(cfg.results_dir) / "figures" / "quick_analysis.png").exists()
 
 
-def test_claims_follow_the_metrics(tiny):
-    def fake(**values):
-        return {"BagOfHeuristics": {k: {"mean": v} for k, v in values.items()}}
+def _fake(cfg, good: bool) -> dict:
+    """Per-operator metrics over 3 seeds where the method beats every null (or does not)."""
+    rows: dict[str, dict] = {}
 
-    base = {
-        "faith_curve_0": 0.9,
-        "faith_curve_1": 0.95,
-        "classified_share": 0.7,
-        "random_map_classified_share": 0.1,
-        "knockout_assoc_acc": 0.4,
-        "knockout_unassoc_acc": 0.9,
-        "guided_acc_0": 0.3,
-        "guided_acc_1": 0.2,
-        "random_acc_0": 0.8,
-        "random_acc_1": 0.7,
-        "overlap_ckpt_0": 0.2,
-        "overlap_ckpt_1": 1.0,
-    }
-    assert all(c["holds"] for c in claims_from(fake(**base), tiny))
-    worse = dict(
-        base,
-        faith_curve_0=0.5,
-        classified_share=0.2,
-        knockout_assoc_acc=0.95,
-        guided_acc_1=0.75,
-        overlap_ckpt_0=1.0,
-        overlap_ckpt_1=0.5,
+    def put(row, key, values):
+        for k, op in enumerate(OPERATORS):
+            vals = [v + 0.01 * (k + s) for s, v in enumerate(values)]
+            rows.setdefault(row, {})[f"{key}_{op}"] = {"values": vals, "mean": sum(vals) / 3}
+            rows[row][key] = {"values": vals, "mean": sum(vals) / 3}
+
+    hi, lo = (0.9, 0.2) if good else (0.3, 0.3)
+    n = len(cfg.faith_fracs)
+    for i in range(n):
+        put("BagOfHeuristics", f"faith_curve_{i}", [hi] * 3)
+        put("BagOfHeuristics", f"faith_curve_all_heads_{i}", [hi] * 3)
+        put("BagOfHeuristics", f"faith_curve_of_means_{i}", [hi] * 3)
+        put("RandomNeurons", f"faith_curve_{i}", [lo] * 3)
+    put("BagOfHeuristics", "classified_share", [hi] * 3)
+    for row in ("BottomNeurons", "UntrainedModel", "UntrainedBottomNeurons", "RandomMaps"):
+        put(row, "classified_share", [lo] * 3)
+    put("BagOfHeuristics", "knockout_assoc_acc", [lo] * 3)
+    put("BagOfHeuristics", "knockout_unassoc_acc", [hi] * 3)
+    put("RandomNeurons", "knockout_assoc_acc", [hi] * 3)
+    put("RandomNeurons", "knockout_unassoc_acc", [hi] * 3)
+    for c in range(len(cfg.knockout_counts)):
+        put("BagOfHeuristics", f"guided_acc_{c}", [lo] * 3)
+        for row in ("RandomHeuristicNeurons", "RandomAnyNeurons", "ShuffledPrompts"):
+            put(row, f"guided_acc_{c}", [hi] * 3)
+    for i in range(4):
+        put("BagOfHeuristics", f"overlap_ckpt_{i}", [(0.2 + 0.2 * i) if good else 0.1] * 3)
+        put("IndependentModel", f"overlap_ckpt_{i}", [0.1] * 3)
+        put("IndependentModel2", f"overlap_ckpt_{i}", [0.1] * 3)
+    return rows
+
+
+def test_claims_follow_the_metrics_and_controls_fail(tiny):
+    cfg = dataclasses.replace(tiny, n_boot=200)
+    good = claims_from(_fake(cfg, True), cfg)
+    assert all(c["holds"] for c in good), [c["id"] for c in good if not c["holds"]]
+    assert not any(c["negative_control"]["holds"] for c in good)
+    bad = claims_from(_fake(cfg, False), cfg)
+    assert not any(c["holds"] for c in bad), [c["id"] for c in bad if c["holds"]]
+
+
+def test_paper_preset_writes_paper_json_with_the_same_claims(tiny, tmp_path):
+    """The paper preset at tiny size: results/paper.json in mode 'paper', paper-*.png figures,
+    and the same claim ids as the quick preset."""
+    from conftest import TINY
+
+    from arith_heuristics.config import PRESETS
+
+    keep = ("top_frac", "min_heuristic_neurons", "faith_fracs")
+    shrink = {k: getattr(tiny, k) for k in TINY if k not in keep}
+    cfg = dataclasses.replace(
+        PRESETS["paper"],
+        **shrink,
+        out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "r"),
+        n_boot=200,
     )
-    assert not any(c["holds"] for c in claims_from(fake(**worse), tiny))
+    doc = run_bench(cfg)
+    on_disk = json.loads((tmp_path / "r" / "paper.json").read_text())
+    assert on_disk["mode"] == "paper" and doc["mode"] == "paper"
+    assert (tmp_path / "r" / "figures" / "paper-analysis.png").exists()
+    assert [c["id"] for c in doc["claims"]] == CLAIM_IDS
+    assert PRESETS["paper"].max_operand == 100 and PRESETS["paper"].top_frac < 0.02

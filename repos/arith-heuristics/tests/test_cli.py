@@ -34,6 +34,19 @@ def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatc
     assert message in capsys.readouterr().err
 
 
+def test_help_of_out_names_only_files_that_are_written(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    out = capsys.readouterr().out
+    assert "heuristics.json" in out and "paper" in out
+
+
+def test_paper_preset_is_a_choice(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--preset", "paper", "--steps", "0"]) == 2
+    assert "steps must be >= 1" in capsys.readouterr().err
+
+
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
     assert main(["eval", "--out", str(tmp_path)]) == 2
     assert "run `train" in capsys.readouterr().err
@@ -43,7 +56,8 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `arith-heuristics ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = [
-        shlex.split(c) for c in re.findall(r"^(arith-heuristics .+)$", section, re.MULTILINE)
+        shlex.split(c)
+        for c in re.findall(r"^(?:\.venv/bin/)?(arith-heuristics .+)$", section, re.MULTILINE)
     ]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)

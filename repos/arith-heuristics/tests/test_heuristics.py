@@ -18,10 +18,10 @@ def test_planted_neurons_score_one_on_their_heuristic():
     hs = heuristics_for("+", G, N)
     legal = legal_grid("+", G, N)
     a, b = np.meshgrid(np.arange(G), np.arange(G), indexing="ij")
-    planted = np.stack([((a >= 100) & (a < 130)).astype(float), (b % 7 == 3).astype(float)])
+    planted = np.stack([((a >= 90) & (a < 120)).astype(float), (b % 7 == 3).astype(float)])
     lens = np.ones_like(planted)
     s = score_all(planted, lens, hs, legal)
-    i_range, i_mod = _named(hs, "op1 range [100,130)"), _named(hs, "op2 = 3 mod 7")
+    i_range, i_mod = _named(hs, "op1 range [90,120)"), _named(hs, "op2 = 3 mod 7")
     assert s[0, i_range] == 1.0 and s[1, i_mod] == 1.0
     assert s[0, i_mod] < 0.3 and s[1, i_range] < 0.3
     assert i_range in classify(s, 0.6)[0] and i_mod in classify(s, 0.6)[1]
@@ -37,7 +37,7 @@ def test_score_all_matches_the_single_heuristic_reference():
     for j in (0, len(hs) // 2, len(hs) - 1):
         m = maps * lens if hs[j].direct else maps
         for n in range(3):
-            assert np.isclose(s[n, j], score(m[n], hs[j].mask, legal))
+            assert np.isclose(s[n, j], score(m[n], hs[j], legal))
 
 
 def test_random_map_scores_near_chance():
@@ -56,3 +56,35 @@ def test_no_heuristic_matches_everything():
     legal = legal_grid("/", 50, 100)
     for h in heuristics_for("/", 50, 100):
         assert 0 < h.mask.sum() <= 0.5 * legal.sum() and not (h.mask & ~legal).any()
+
+
+def test_multiplication_result_heuristics_cap_k_at_max_operand():
+    hs = heuristics_for("*", 40, 80)
+    direct = [h for h in hs if h.direct]
+    assert direct and all(h.k == min(int(h.mask.sum()), 40) for h in direct)
+    assert any(int(h.mask.sum()) > 40 for h in direct)
+    assert all(h.k == int(h.mask.sum()) for h in hs if not h.direct)
+
+
+def test_operand_ranges_step_by_their_length_and_both_operand_heuristics_exist():
+    names = {h.name for h in heuristics_for("+", 60, 120)}
+    assert {"op1 range [0,10)", "op1 range [10,20)", "op1 range [30,60)"} <= names
+    assert "op1 range [3,13)" not in names and "op1 range [10,40)" not in names
+    assert {"both operands range [10,20)", "both operands = 2 mod 3"} <= names
+    assert "result range [10,40)" in names  # result ranges start every max(len // 3, 10)
+
+
+def test_division_has_no_result_zero_or_result_pattern_heuristics():
+    for h in heuristics_for("/", 40, 80):
+        if h.direct:
+            assert "pattern" not in h.name and "mod" not in h.name
+            assert not (h.mask & (np.arange(40)[:, None] < np.arange(40)[None, :])).any()
+
+
+def test_planted_both_operand_neuron_is_classified():
+    hs = heuristics_for("+", 60, 120)
+    legal = legal_grid("+", 60, 120)
+    a, b = np.meshgrid(np.arange(60), np.arange(60), indexing="ij")
+    planted = ((a % 3 == 1) & (b % 3 == 1)).astype(float)[None]
+    s = score_all(planted, np.ones_like(planted), hs, legal)
+    assert s[0, _named(hs, "both operands = 1 mod 3")] == 1.0

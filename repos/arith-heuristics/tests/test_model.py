@@ -62,3 +62,17 @@ def test_cli_rejects_a_checkpoint_without_mlps(tmp_path, capsys):
     argv = ["train", "--checkpoint", str(tmp_path / "mamba"), "--out", str(tmp_path / "o")]
     assert main(argv) == 2
     assert "no MLP output projection" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"model_type": "no-such-architecture"}', "{}"])
+def test_checkpoint_with_a_bad_config_is_a_one_line_error(tmp_path, capsys, text):
+    from arith_heuristics.cli import main
+
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "config.json").write_text(text)
+    with pytest.raises(ValueError, match="not a loadable Hugging Face causal-LM folder"):
+        load_checkpoint(folder)
+    assert main(["train", "--checkpoint", str(folder), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert str(folder) in err and err.count("\n") == 1 and "Traceback" not in err

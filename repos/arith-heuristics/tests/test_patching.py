@@ -77,13 +77,54 @@ def test_chunked_neuron_patching_matches_one_at_a_time(setup):
 def test_faithfulness_is_one_for_the_model_and_zero_for_the_empty_circuit(setup):
     model, parts, vocab, clean, _ = setup
     tok, r = clean.tokens(vocab), torch.as_tensor(clean.result)
-    means = P.mean_activations(model, parts, all_legal(OPERATORS, 10, 20).tokens(vocab), "mlp")
-    full = {1: torch.ones(parts.d_mlp, dtype=torch.bool)}
-    empty = {1: torch.zeros(parts.d_mlp, dtype=torch.bool)}
+    means = P.mean_activations(model, parts, all_legal(OPERATORS, 10, 20).tokens(vocab), batch=7)
     with torch.no_grad():
-        nl_model = float(P.normalized_logit(last_logits(model, tok), r, 20))
-    nl_full = P.nl_with_neurons(model, parts, tok, r, full, means, 20)
-    nl_empty = P.nl_with_neurons(model, parts, tok, r, empty, means, 20)
-    assert nl_full == pytest.approx(nl_model, abs=1e-6)
-    assert P.faithfulness(nl_full, nl_empty, nl_model) == pytest.approx(1.0)
-    assert P.faithfulness(nl_empty, nl_empty, nl_model) == 0.0
+        nl_model = P.normalized_logit(last_logits(model, tok), r)
+    nl_full = P.circuit_nl(model, parts, tok, r, P.Circuit.full(parts), means)
+    nl_empty = P.circuit_nl(model, parts, tok, r, P.Circuit.empty(parts), means)
+    assert torch.allclose(nl_full, nl_model, atol=1e-6)
+    f_full = P.faithfulness_scores(nl_full, nl_empty, nl_model)
+    f_empty = P.faithfulness_scores(nl_empty, nl_empty, nl_model)
+    assert f_full["per_prompt"] == pytest.approx(1.0) and f_full["of_means"] == pytest.approx(1.0)
+    assert f_empty["per_prompt"] == 0.0 and f_empty["of_means"] == 0.0
+
+
+def test_empty_circuit_output_does_not_depend_on_the_prompt(setup):
+    """Everything mean-ablated at every position: the last position sees only '=' (Eq. 2's
+    NL(empty) ablates all components, not only late neurons)."""
+    model, parts, vocab, clean, _ = setup
+    tok = clean.tokens(vocab)
+    means = P.mean_activations(model, parts, all_legal(OPERATORS, 10, 20).tokens(vocab))
+    logits = P.circuit_logits(model, parts, tok, P.Circuit.empty(parts), means)
+    assert torch.allclose(logits, logits[:1].expand_as(logits), atol=1e-5)
+
+
+def test_batched_means_match_one_pass(setup):
+    model, parts, vocab, _, _ = setup
+    tok = all_legal(OPERATORS, 10, 20).tokens(vocab)
+    a, b = P.mean_activations(model, parts, tok, batch=13), P.mean_activations(model, parts, tok)
+    for kind in ("mlp", "attn"):
+        for x, y in zip(a[kind], b[kind], strict=True):
+            assert torch.allclose(x, y, atol=1e-5)
+
+
+def test_mean_ablation_matches_nnsight(setup):
+    """Our hooks against nnsight's interventions: heads and neurons mean-ablated at every
+    position give the same logits."""
+    nnsight = pytest.importorskip("nnsight")
+    model, parts, vocab, clean, _ = setup
+    tok = clean.tokens(vocab)
+    means = P.mean_activations(model, parts, all_legal(OPERATORS, 10, 20).tokens(vocab))
+    circuit = P.Circuit.full(parts)
+    circuit.heads[0, 1] = False
+    circuit.neurons[1, ::3] = False
+    ours = P.circuit_logits(model, parts, tok, circuit, means)
+    width = model.config.n_embd // parts.n_head
+    wrapped = nnsight.NNsight(model)
+    with torch.no_grad(), wrapped.trace(tok):
+        attn_in = wrapped.transformer.h[0].attn.c_proj.input
+        attn_in[:, :, width : 2 * width] = means["attn"][0][:, width : 2 * width]
+        mlp_in = wrapped.transformer.h[1].mlp.c_proj.input
+        mlp_in[:, :, ::3] = means["mlp"][1][:, ::3]
+        theirs = wrapped.output.logits.save()
+    assert torch.allclose(ours, theirs[:, -1], atol=1e-5)

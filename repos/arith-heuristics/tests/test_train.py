@@ -23,9 +23,14 @@ def test_smoke_writes_config_checkpoints_and_finite_metrics(tiny, tmp_path):
     assert len(list((tmp_path / "run").glob("checkpoint_*.safetensors"))) == tiny.n_checkpoints
     analysis = json.loads((tmp_path / "run" / "analysis.json").read_text())
     assert np.array(analysis["probe_grid"]).shape == (tiny.n_layer + 1, 5)
-    assert metrics and all(math.isfinite(v) for k, v in metrics.items() if "knockout_" not in k)
+    # F is NaN only where every prompt's NL(M) - NL(empty) is too small (a 6-step model)
+    skip = ("knockout_", "faith") if metrics["faith_excluded_prompts"] == 1.0 else ("knockout_",)
+    assert metrics and all(
+        math.isfinite(v) for k, v in metrics.items() if not any(s in k for s in skip)
+    )
+    assert json.loads((tmp_path / "run" / "heuristics.json").read_text())["checkpoints"]
     assert 0 <= metrics["classified_share"] <= 1
-    assert evaluate(tmp_path / "run") == metrics
+    assert json.dumps(evaluate(tmp_path / "run")) == json.dumps(metrics)  # NaN-safe
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):

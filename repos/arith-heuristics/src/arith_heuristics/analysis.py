@@ -1,60 +1,18 @@
-"""The paper's analysis pipeline for one operator: circuit, neurons, heuristics, knockouts."""
+"""The paper's analysis of one operator: circuit, neurons, heuristics, knockouts, with nulls."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import torch
-from torch import nn
 
+from . import circuit as C
 from . import heuristics as H
 from . import knockout as K
 from . import patching as P
-from .config import OPERATORS, Config
-from .data import Prompts, Vocab, all_legal, apply, counterfactuals, legal_grid
-from .lm import predict
-from .model import Parts, cache, unembedding, value_vectors
-
-
-@dataclasses.dataclass
-class Context:
-    """What every operator's analysis shares: the model, its hook points and mean activations."""
-
-    model: nn.Module
-    parts: Parts
-    vocab: Vocab
-    cfg: Config
-    layers: list[int]
-    correct: Prompts
-    legal: Prompts
-    mlp_means: list[torch.Tensor]
-    attn_means: list[torch.Tensor]
-
-
-def make_context(model: nn.Module, parts: Parts, vocab: Vocab, cfg: Config, seed: int) -> Context:
-    """Correct prompts and mean activations over all legal prompts, balanced across operators."""
-    legal = all_legal(OPERATORS, cfg.max_operand, cfg.n_numbers)
-    pred = predict(model, legal, vocab, cfg.device)
-    rng = np.random.default_rng(seed)
-    per_op = min(int((legal.ops == k).sum()) for k in range(len(OPERATORS)))
-    balanced = np.concatenate(
-        [rng.choice(np.nonzero(legal.ops == k)[0], per_op, replace=False) for k in range(4)]
-    )
-    tokens = legal.subset(balanced).tokens(vocab).to(cfg.device)
-    acts = cache(model, parts, tokens)
-    layers = list(range(min(cfg.first_heuristics_layer, parts.n_layer - 1), parts.n_layer))
-    return Context(
-        model,
-        parts,
-        vocab,
-        cfg,
-        layers,
-        legal.subset(np.nonzero(pred == legal.result)[0]),
-        legal,
-        [x.mean(0) for x in acts["mlp"]],
-        [x.mean(0) for x in acts["attn"]],
-    )
+from .circuit import Batch, Context
+from .config import OPERATORS
+from .data import Prompts, apply, legal_grid
+from .model import cache, unembedding, value_vectors
 
 
 def activation_maps(ctx: Context, operator: str) -> tuple[np.ndarray, np.ndarray]:
@@ -64,253 +22,266 @@ def activation_maps(ctx: Context, operator: str) -> tuple[np.ndarray, np.ndarray
     a, b = np.meshgrid(np.arange(g), np.arange(g), indexing="ij")
     k = np.full(g * g, OPERATORS.index(operator))
     res = np.clip(apply(operator, a, b), 0, n - 1).ravel()
-    grid = Prompts(a.ravel(), b.ravel(), k, res)
-    acts = cache(ctx.model, ctx.parts, grid.tokens(ctx.vocab).to(ctx.cfg.device))["mlp"]
+    grid = Prompts(a.ravel(), b.ravel(), k, res).tokens(ctx.vocab).to(ctx.cfg.device)
+    # batches, keeping only the late layers' last position (the full grid at paper scale would
+    # not fit in memory with every layer and position)
+    last = {layer: [] for layer in ctx.layers}
+    for start in range(0, len(grid), 4096):
+        acts = cache(ctx.model, ctx.parts, grid[start : start + 4096])["mlp"]
+        for layer in ctx.layers:
+            last[layer].append(acts[layer][:, -1, :])
     w_u = unembedding(ctx.model)[: ctx.vocab.n_numbers]
     amap, lmap = [], []
     with torch.no_grad():
         for layer in ctx.layers:
-            amap.append(acts[layer][:, -1, :].T.reshape(-1, g, g).cpu().numpy())
+            amap.append(torch.cat(last[layer]).T.reshape(-1, g, g).cpu().numpy())
             lens = value_vectors(ctx.parts.mlp_out[layer]) @ w_u.T  # [d_mlp, n_numbers]
             lmap.append(lens[:, torch.as_tensor(res)].reshape(-1, g, g).cpu().numpy())
     return np.stack(amap), np.stack(lmap)
 
 
-def operator_pool(ctx: Context, k: int) -> tuple[Prompts, bool]:
-    """The correctly solved prompts of operator k; all its legal prompts when the model solves
-    too few to form counterfactual pairs (an almost untrained model)."""
-    pool = ctx.correct.subset(np.nonzero(ctx.correct.ops == k)[0])
-    if len(np.unique(pool.result)) >= 2:
-        return pool, True
-    return ctx.legal.subset(np.nonzero(ctx.legal.ops == k)[0]), False
+class Classifier:
+    """Algorithm 1 for one operator of one model: activation and logit-lens maps computed once."""
 
-
-def analyse_operator(ctx: Context, operator: str, seed: int) -> dict:
-    """Circuit, neuron effects (exact and attribution), faithfulness curve, heuristic
-    classification and both knockouts for one operator; returns metrics and artefacts."""
-    cfg, model, parts, nn_ = ctx.cfg, ctx.model, ctx.parts, ctx.cfg.n_numbers
-    k = OPERATORS.index(operator)
-    rng = np.random.default_rng(seed)
-    pool, on_correct = operator_pool(ctx, k)
-    clean = pool.subset(
-        np.sort(rng.choice(len(pool), min(cfg.n_prompts, len(pool)), replace=False))
-    )
-    cf = counterfactuals(clean, pool, seed)
-    tok, tok_cf = clean.tokens(ctx.vocab).to(cfg.device), cf.tokens(ctx.vocab).to(cfg.device)
-    r, r_cf = torch.as_tensor(clean.result), torch.as_tensor(cf.result)
-    cf_cache = cache(model, parts, tok_cf)
-
-    comp = P.component_effects(model, parts, tok, cf_cache, r, r_cf, nn_)
-    heads = comp["heads"] >= cfg.head_effect_frac * comp["heads"].max().clamp_min(1e-9)
-    nl_full = P.nl_with_heads(model, parts, tok, r, torch.ones_like(heads), ctx.attn_means, nn_)
-    nl_no_heads = P.nl_with_heads(
-        model, parts, tok, r, torch.zeros_like(heads), ctx.attn_means, nn_
-    )
-    nl_heads = P.nl_with_heads(model, parts, tok, r, heads, ctx.attn_means, nn_)
-
-    exact = P.neuron_effects(model, parts, ctx.layers, tok, cf_cache, r, r_cf, nn_)
-    attrib = P.attribution_effects(model, parts, ctx.layers, tok, cf_cache, r, r_cf, nn_)
-    corr = float(np.corrcoef(exact.ravel().numpy(), attrib.ravel().numpy())[0, 1])
-
-    def keep_top(frac: float) -> dict[int, torch.Tensor]:
-        n_keep = max(1, round(frac * parts.d_mlp))
-        out = {}
-        for li, layer in enumerate(ctx.layers):
-            m = torch.zeros(parts.d_mlp, dtype=torch.bool)
-            m[exact[li].topk(n_keep).indices] = True
-            out[layer] = m
-        return out
-
-    none = {layer: torch.zeros(parts.d_mlp, dtype=torch.bool) for layer in ctx.layers}
-    nl_empty = P.nl_with_neurons(model, parts, tok, r, none, ctx.mlp_means, nn_)
-    faith_curve = [
-        P.faithfulness(
-            P.nl_with_neurons(model, parts, tok, r, keep_top(f), ctx.mlp_means, nn_),
-            nl_empty,
-            nl_full,
+    def __init__(self, ctx: Context, operator: str):
+        cfg = ctx.cfg
+        self.ctx, self.threshold = ctx, cfg.threshold
+        self.amap, self.lmap = activation_maps(ctx, operator)
+        self.legal = legal_grid(operator, cfg.max_operand, cfg.n_numbers)
+        self.heur = H.heuristics_for(
+            operator, cfg.max_operand, cfg.n_numbers, cfg.max_heuristic_share
         )
-        for f in cfg.faith_fracs
-    ]
 
-    # Algorithm 1 on the top neurons of each late layer
-    top = keep_top(cfg.top_frac)
-    legal = legal_grid(operator, cfg.max_operand, cfg.n_numbers)
-    heur, top_ids, scores, implements, a_sel, l_sel = classify_top(ctx, operator, top)
-    classified = float(np.mean([len(x) > 0 for x in implements]))
-    rand_scores = H.score_all(rng.standard_normal(a_sel.shape), l_sel, heur, legal)
-    rand_classified = float(np.mean([len(x) > 0 for x in H.classify(rand_scores, cfg.threshold)]))
+    def run(self, masks: dict[int, torch.Tensor], random_maps: np.random.Generator | None = None):
+        """(ids, scores, implements) for the neurons marked in masks; ids are (layer index,
+        neuron). With random_maps, Gaussian maps replace the activations (a floor)."""
+        ids = [
+            (li, int(n))
+            for li, layer in enumerate(self.ctx.layers)
+            for n in torch.nonzero(masks[layer])[:, 0]
+        ]
+        a = np.stack([self.amap[li, n] for li, n in ids])
+        if random_maps is not None:
+            a = random_maps.standard_normal(a.shape)
+        lens = np.stack([self.lmap[li, n] for li, n in ids])
+        scores = H.score_all(a, lens, self.heur, self.legal)
+        return ids, scores, H.classify(scores, self.threshold)
 
-    # heuristic knockouts: associated vs unassociated correct prompts
-    heur_neurons: dict[int, list[tuple[int, int]]] = {}
-    for (li, n), hs in zip(top_ids, implements, strict=True):
+    def share(self, masks, random_maps=None) -> float:
+        """Share of the marked neurons that implement at least one heuristic."""
+        return float(np.mean([len(x) > 0 for x in self.run(masks, random_maps)[2]]))
+
+
+def rank_neurons(ctx: Context, batch: Batch) -> torch.Tensor:
+    """Exact per-neuron patching effect E at the last position, [late layers, d_mlp]."""
+    cf_cache = cache(ctx.model, ctx.parts, batch.tok_cf)
+    args = (ctx.model, ctx.parts, ctx.layers, batch.tok, cf_cache, batch.r, batch.r_cf)
+    return P.neuron_effects(*args, ctx.cfg.n_numbers)
+
+
+def classification_null(ctx: Context, operator: str, seed: int) -> dict[str, float]:
+    """Top and bottom neurons of a model (e.g. the untrained one) through Algorithm 1."""
+    pool, _ = C.operator_pool(ctx, OPERATORS.index(operator))
+    batch, _ = C.split_prompts(ctx, pool, seed)
+    exact = rank_neurons(ctx, batch)
+    clf = Classifier(ctx, operator)
+    return {
+        "classified_share": clf.share(C.top_masks(exact, ctx.layers, ctx.cfg.top_frac)),
+        "bottom_classified_share": clf.share(
+            C.top_masks(-exact.abs(), ctx.layers, ctx.cfg.top_frac)
+        ),
+    }
+
+
+def heuristic_knockouts(ctx, pool, clf, ids, implements, rng) -> dict[str, float]:
+    """Per heuristic with >= min_heuristic_neurons neurons: accuracy on associated and on
+    unassociated prompts with its neurons zero-ablated, and with as many random late-layer
+    neurons (same layers) ablated on the same prompts."""
+    cfg, model, parts = ctx.cfg, ctx.model, ctx.parts
+    by_heur: dict[int, list[tuple[int, int]]] = {}
+    for (li, n), hs in zip(ids, implements, strict=True):
         for j in hs:
-            heur_neurons.setdefault(int(j), []).append((ctx.layers[li], n))
-    ko_assoc, ko_other = [], []
-    in_pool = heur_mask_lookup(pool)
-    for j, neurons in heur_neurons.items():
+            by_heur.setdefault(int(j), []).append((ctx.layers[li], n))
+    rows = []
+    for j, neurons in sorted(by_heur.items()):
         if len(neurons) < cfg.min_heuristic_neurons:
             continue
-        assoc = in_pool(heur[j].mask)
+        assoc = clf.heur[j].mask[pool.op1, pool.op2]
         a_idx, o_idx = np.nonzero(assoc)[0], np.nonzero(~assoc)[0]
         if not len(a_idx) or not len(o_idx):
             continue
         a_idx = rng.choice(a_idx, min(cfg.knockout_prompts, len(a_idx)), replace=False)
         o_idx = rng.choice(o_idx, min(cfg.knockout_prompts, len(o_idx)), replace=False)
         pa, po = pool.subset(a_idx), pool.subset(o_idx)
-        acc_a, acc_o = K.heuristic_knockout(
-            model,
-            parts,
-            neurons,
-            pa.tokens(ctx.vocab),
-            pa.result,
-            po.tokens(ctx.vocab),
-            po.result,
-            nn_,
-        )
-        ko_assoc.append(acc_a)
-        ko_other.append(acc_o)
+        sets = (pa.tokens(ctx.vocab), pa.result, po.tokens(ctx.vocab), po.result, cfg.n_numbers)
+        heur = K.heuristic_knockout(model, parts, neurons, *sets)
+        rand = K.heuristic_knockout(model, parts, K.random_like(neurons, parts.d_mlp, rng), *sets)
+        rows.append((*heur, *rand))
+    if not rows:
+        nan = float("nan")
+        return dict.fromkeys(("assoc", "unassoc", "random_assoc", "random_unassoc"), nan) | {
+            "n": 0.0
+        }
+    m = np.mean(rows, axis=0)
+    return {
+        "assoc": m[0],
+        "unassoc": m[1],
+        "random_assoc": m[2],
+        "random_unassoc": m[3],
+        "n": float(len(rows)),
+    }
 
-    # prompt-level knockouts: a prompt's heuristic neurons (by score) vs as many random ones
+
+def prompt_knockouts(ctx, batch, clf, ids, scores, implements, seed) -> dict[str, list[float]]:
+    """Accuracy with each prompt's own heuristic neurons ablated (top `count` per layer by
+    score), against as many random heuristic neurons, random late-layer neurons, and another
+    prompt's heuristic neurons (the masks shuffled across prompts)."""
+    parts, clean = ctx.parts, batch.clean
     rel = np.zeros((len(clean), len(ctx.layers), parts.d_mlp))
-    for t, (li, n) in enumerate(top_ids):
+    for t, (li, n) in enumerate(ids):
         for j in implements[t]:
-            hit = heur[j].mask[clean.op1, clean.op2]
+            hit = clf.heur[j].mask[clean.op1, clean.op2]
             rel[hit, li, n] = np.maximum(rel[hit, li, n], scores[t, j])
-    pools = [
-        np.array([n for li2, n in top_ids if li2 == li and implements[top_ids.index((li, n))]])
-        for li in range(len(ctx.layers))
+    classified = {(li, n) for (li, n), hs in zip(ids, implements, strict=True) if hs}
+    heur_pools = [
+        np.array([n for la, n in classified if la == li]) for li in range(len(ctx.layers))
     ]
-    guided_acc, random_acc = [], []
-    for count in cfg.knockout_counts:
-        g_masks = K.prompt_masks(rel, count, ctx.layers, parts.d_mlp)
-        r_masks = K.random_masks(pools, g_masks, ctx.layers, seed + count)
-        guided_acc.append(
-            float(K.accuracy_with_ablation(model, parts, tok, clean.result, g_masks, nn_).mean())
-        )
-        random_acc.append(
-            float(K.accuracy_with_ablation(model, parts, tok, clean.result, r_masks, nn_).mean())
+    all_pools = [np.arange(parts.d_mlp)] * len(ctx.layers)
+    perm = np.random.default_rng(seed).permutation(len(clean))
+    out: dict[str, list[float]] = {"guided": [], "random": [], "random_any": [], "shuffled": []}
+
+    def acc(masks):
+        res = clean.result
+        return float(
+            K.accuracy_with_ablation(
+                ctx.model, parts, batch.tok, res, masks, ctx.cfg.n_numbers
+            ).mean()
         )
 
+    for count in ctx.cfg.knockout_counts:
+        guided = K.prompt_masks(rel, count, ctx.layers, parts.d_mlp)
+        out["guided"].append(acc(guided))
+        out["random"].append(acc(K.random_masks(heur_pools, guided, ctx.layers, seed + count)))
+        out["random_any"].append(
+            acc(K.random_masks(all_pools, guided, ctx.layers, seed + 7 * count))
+        )
+        out["shuffled"].append(acc({layer: m[perm] for layer, m in guided.items()}))
+    return out
+
+
+def analyse_operator(ctx: Context, operator: str, seed: int) -> dict:
+    """Circuit (heads by the faithfulness sweep), neuron effects, faithfulness curves with the
+    paper's protocol, Algorithm 1 on top / bottom / random-map neurons, both knockouts."""
+    cfg, parts = ctx.cfg, ctx.parts
+    rng = np.random.default_rng(seed)
+    pool, on_correct = C.operator_pool(ctx, OPERATORS.index(operator))
+    batch, val = C.split_prompts(ctx, pool, seed)
+    cf_cache = cache(ctx.model, parts, batch.tok_cf)
+    comp = P.component_effects(
+        ctx.model, parts, batch.tok, cf_cache, batch.r, batch.r_cf, cfg.n_numbers
+    )
+
+    # heads: the faithfulness-vs-number-of-heads sweep on the validation prompts
+    n_heads, order, sweep = C.head_sweep(
+        C.Evaluator(ctx, val), comp["heads"], cfg.head_faith_target
+    )
+    heads = C.heads_circuit(parts, order, n_heads).heads
+    ev = C.Evaluator(ctx, batch)
+    head_f = ev.faithfulness(C.heads_circuit(parts, order, n_heads))
+
+    exact = rank_neurons(ctx, batch)
+    attrib = P.attribution_effects(
+        ctx.model, parts, ctx.layers, batch.tok, cf_cache, batch.r, batch.r_cf, cfg.n_numbers
+    )
+    corr = float(np.corrcoef(exact.ravel().numpy(), attrib.ravel().numpy())[0, 1])
+
+    all_heads = torch.ones_like(heads)
+    curve, curve_means, curve_all_heads, curve_random = [], [], [], []
+    for f in cfg.faith_fracs:
+        top = C.top_masks(exact, ctx.layers, f)
+        got = ev.faithfulness(C.neuron_circuit(ctx, heads, top))
+        curve.append(got["per_prompt"])
+        curve_means.append(got["of_means"])
+        curve_all_heads.append(ev.faithfulness(C.neuron_circuit(ctx, all_heads, top))["per_prompt"])
+        rand = C.random_masks_like(top, rng)
+        curve_random.append(ev.faithfulness(C.neuron_circuit(ctx, heads, rand))["per_prompt"])
+
+    # Algorithm 1: top neurons, the lowest-|E| neurons, and Gaussian maps for the top neurons
+    clf = Classifier(ctx, operator)
+    top = C.top_masks(exact, ctx.layers, cfg.top_frac)
+    ids, scores, implements = clf.run(top)
+    bottom = C.top_masks(-exact.abs(), ctx.layers, cfg.top_frac)
+
+    ko = heuristic_knockouts(ctx, pool, clf, ids, implements, rng)
+    pk = prompt_knockouts(ctx, batch, clf, ids, scores, implements, seed)
     pairs = {
-        (ctx.layers[li], n, heur[j].name)
-        for (li, n), hs in zip(top_ids, implements, strict=True)
+        (ctx.layers[li], n, clf.heur[j].name)
+        for (li, n), hs in zip(ids, implements, strict=True)
         for j in hs
     }
+    counts: dict[str, int] = {}
+    for hs in implements:
+        for j in hs:
+            counts[H.kind(clf.heur[j].name)] = counts.get(H.kind(clf.heur[j].name), 0) + 1
     return {
         "metrics": {
             "analysed_on_correct": float(on_correct),
-            "circuit_heads": float(heads.sum()),
-            "circuit_faithfulness": P.faithfulness(nl_heads, nl_no_heads, nl_full),
-            "faithfulness_at_top_frac": faith_curve[cfg.faith_fracs.index(cfg.top_frac)]
-            if cfg.top_frac in cfg.faith_fracs
-            else P.faithfulness(
-                P.nl_with_neurons(model, parts, tok, r, top, ctx.mlp_means, nn_), nl_empty, nl_full
-            ),
-            "random_faithfulness_at_top_frac": P.faithfulness(
-                P.nl_with_neurons(model, parts, tok, r, random_keep(top, rng), ctx.mlp_means, nn_),
-                nl_empty,
-                nl_full,
-            ),
-            "classified_share": classified,
-            "random_map_classified_share": rand_classified,
+            "circuit_heads": float(n_heads),
+            "circuit_faithfulness": head_f["per_prompt"],
+            "circuit_faithfulness_of_means": head_f["of_means"],
+            "faith_excluded_prompts": head_f["excluded"],
+            "classified_share": float(np.mean([len(x) > 0 for x in implements])),
+            "bottom_classified_share": clf.share(bottom),
+            "random_map_classified_share": clf.share(top, rng),
             "attribution_exact_corr": corr,
-            "n_knockout_heuristics": float(len(ko_assoc)),
-            "knockout_assoc_acc": float(np.mean(ko_assoc)) if ko_assoc else float("nan"),
-            "knockout_unassoc_acc": float(np.mean(ko_other)) if ko_other else float("nan"),
+            "n_knockout_heuristics": ko["n"],
+            "knockout_assoc_acc": ko["assoc"],
+            "knockout_unassoc_acc": ko["unassoc"],
+            "random_knockout_assoc_acc": ko["random_assoc"],
+            "random_knockout_unassoc_acc": ko["random_unassoc"],
         },
-        "faith_curve": faith_curve,
-        "guided_acc": guided_acc,
-        "random_acc": random_acc,
+        "curves": {
+            "faith_curve": curve,
+            "faith_curve_of_means": curve_means,
+            "faith_curve_all_heads": curve_all_heads,
+            "random_faith_curve": curve_random,
+            "guided_acc": pk["guided"],
+            "random_acc": pk["random"],
+            "random_any_acc": pk["random_any"],
+            "shuffled_acc": pk["shuffled"],
+        },
+        "head_sweep": sweep,
         "mlp_effects": comp["mlps"].tolist(),
         "head_effects": comp["heads"].tolist(),
         "pairs": pairs,
-        "top_neurons": {(ctx.layers[li], n) for li, n in top_ids},
-        "type_counts": type_counts(heur, implements),
-        "clean": clean,
-        "cf": cf,
+        "top_neurons": {(ctx.layers[li], n) for li, n in ids},
+        "type_counts": counts,
+        "batch": batch,
     }
 
 
-def classify_top(ctx: Context, operator: str, top: dict[int, torch.Tensor]):
-    """Algorithm 1 over the neurons marked in `top`: heuristics, (layer index, neuron) ids,
-    scores [neurons, heuristics], implemented heuristics per neuron, and the maps used."""
-    cfg = ctx.cfg
-    amap, lmap = activation_maps(ctx, operator)
-    legal = legal_grid(operator, cfg.max_operand, cfg.n_numbers)
-    heur = H.heuristics_for(operator, cfg.max_operand, cfg.n_numbers, cfg.max_heuristic_share)
-    top_ids = [
-        (li, int(n)) for li, layer in enumerate(ctx.layers) for n in torch.nonzero(top[layer])[:, 0]
-    ]
-    a_sel = np.stack([amap[li, n] for li, n in top_ids])
-    l_sel = np.stack([lmap[li, n] for li, n in top_ids])
-    scores = H.score_all(a_sel, l_sel, heur, legal)
-    return heur, top_ids, scores, H.classify(scores, cfg.threshold), a_sel, l_sel
-
-
-def top_by_attribution(ctx: Context, clean: Prompts, cf: Prompts) -> dict[int, torch.Tensor]:
+def top_by_attribution(ctx: Context, batch: Batch) -> dict[int, torch.Tensor]:
     """Top-`top_frac` neurons per late layer ranked by attribution patching (the fast proxy)."""
-    cfg, v = ctx.cfg, ctx.vocab
-    cf_cache = cache(ctx.model, ctx.parts, cf.tokens(v).to(cfg.device))
+    cf_cache = cache(ctx.model, ctx.parts, batch.tok_cf)
     attrib = P.attribution_effects(
         ctx.model,
         ctx.parts,
         ctx.layers,
-        clean.tokens(v).to(cfg.device),
+        batch.tok,
         cf_cache,
-        torch.as_tensor(clean.result),
-        torch.as_tensor(cf.result),
-        cfg.n_numbers,
+        batch.r,
+        batch.r_cf,
+        ctx.cfg.n_numbers,
     )
-    n_keep = max(1, round(cfg.top_frac * ctx.parts.d_mlp))
-    out = {}
-    for li, layer in enumerate(ctx.layers):
-        m = torch.zeros(ctx.parts.d_mlp, dtype=torch.bool)
-        m[attrib[li].topk(n_keep).indices] = True
-        out[layer] = m
-    return out
+    return C.top_masks(attrib, ctx.layers, ctx.cfg.top_frac)
 
 
-def heuristic_pairs(ctx: Context, operator: str, clean: Prompts, cf: Prompts) -> set:
+def heuristic_pairs(ctx: Context, operator: str, batch: Batch) -> set:
     """(layer, neuron, heuristic) pairs among the attribution-top neurons of a model."""
-    heur, top_ids, _, implements, _, _ = classify_top(
-        ctx, operator, top_by_attribution(ctx, clean, cf)
-    )
+    clf = Classifier(ctx, operator)
+    ids, _, implements = clf.run(top_by_attribution(ctx, batch))
     return {
-        (ctx.layers[li], n, heur[j].name)
-        for (li, n), hs in zip(top_ids, implements, strict=True)
+        (ctx.layers[li], n, clf.heur[j].name)
+        for (li, n), hs in zip(ids, implements, strict=True)
         for j in hs
     }
-
-
-def random_keep(top: dict[int, torch.Tensor], rng: np.random.Generator) -> dict[int, torch.Tensor]:
-    """As many neurons per layer as `top` keeps, drawn at random (the faithfulness baseline)."""
-    out = {}
-    for layer, mask in top.items():
-        m = torch.zeros_like(mask)
-        m[torch.as_tensor(rng.permutation(len(mask))[: int(mask.sum())])] = True
-        out[layer] = m
-    return out
-
-
-def heur_mask_lookup(pool: Prompts):
-    """A function mapping a heuristic's grid mask to a boolean vector over `pool`'s prompts."""
-    return lambda mask: mask[pool.op1, pool.op2]
-
-
-def type_counts(heur: list[H.Heuristic], implements: list[list[int]]) -> dict[str, int]:
-    """How many (neuron, heuristic) pairs fall into each heuristic type."""
-    counts: dict[str, int] = {}
-    for hs in implements:
-        for j in hs:
-            name = heur[j].name
-            kind = (
-                "range"
-                if "range" in name
-                else "modulo"
-                if "mod" in name
-                else "pattern"
-                if "pattern" in name
-                else "identical"
-            )
-            counts[kind] = counts.get(kind, 0) + 1
-    return counts

@@ -24,7 +24,7 @@ class Config:
     device: str = "cpu"
     """Torch device (cpu, cuda, cuda:1, ...)."""
     out: str = "runs/quick"
-    """Folder for config.json, metrics.json, heuristics.json and safetensors checkpoints."""
+    """Folder for config.json, metrics.json, analysis.json, heuristics.json and checkpoints."""
     results_dir: str = "results"
     """Folder the benchmark writes <name>.json and figures/ into."""
     threads: int = 1
@@ -69,8 +69,11 @@ class Config:
     """Share of each late MLP layer's neurons kept as the top neurons (paper: 200/14336)."""
     faith_fracs: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
     """Kept shares of late-layer neurons at which faithfulness is measured."""
-    head_effect_frac: float = 0.1
-    """A head joins the circuit when its effect E is at least this share of the best head's."""
+    head_faith_target: float = 0.9
+    """Heads enter the circuit in order of E until the circuit (heads + all MLPs) reaches this
+    faithfulness on a validation prompt set (the faithfulness-vs-number-of-heads sweep)."""
+    max_kept_frac: float = 0.1
+    """The sparse-faithfulness claim uses the best kept share of late-layer neurons up to this."""
     threshold: float = 0.6
     """Algorithm 1's score threshold t for 'neuron implements heuristic'."""
     max_heuristic_share: float = 0.5
@@ -87,10 +90,34 @@ class Config:
     """Prompts the probes are trained and tested on."""
     perf_prompts: int = 100
     """Prompts timed for exact neuron patching vs attribution patching in the benchmark."""
+    untrained_null: bool = True
+    """Also classify the top and bottom neurons of the untrained initial model (a null)."""
+    n_boot: int = 2000
+    """Bootstrap resamples for the paired intervals of the claims (over seeds x operators)."""
 
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    # smallest CPU scale with the paper's neuron budget: operands in [0, 100), 4 layers twice
+    # as wide as quick, ~1.5% of each late layer's 512 neurons (8) as its top neurons
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        max_operand=100,
+        n_numbers=200,
+        n_layer=4,
+        d_model=128,
+        n_head=4,
+        d_mlp=512,
+        steps=5000,
+        batch=128,
+        lr=2e-3,
+        first_heuristics_layer=2,
+        top_frac=0.015,
+        faith_fracs=(0.005, 0.01, 0.015, 0.02, 0.05, 0.1, 0.2, 0.5),
+        min_heuristic_neurons=5,
+        probe_prompts=4000,
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -136,6 +163,10 @@ def validate(cfg: Config) -> Config:
         )
     if not 0 < cfg.top_frac <= 1 or not all(0 < f <= 1 for f in cfg.faith_fracs):
         raise ValueError("top_frac and every faith_fracs entry must be in (0, 1]")
+    if not 0 < cfg.max_kept_frac <= 1 or not 0 < cfg.head_faith_target <= 1:
+        raise ValueError("max_kept_frac and head_faith_target must be in (0, 1]")
+    if cfg.n_boot < 100:
+        raise ValueError(f"n_boot must be >= 100, got {cfg.n_boot}")
     if not 0 < cfg.threshold <= 1:
         raise ValueError(f"threshold must be in (0, 1], got {cfg.threshold}")
     if cfg.n_checkpoints < 1:

@@ -3,7 +3,8 @@
 A heuristic is a boolean map over the (op1, op2) grid of one operator: the prompts it is
 "associated" with. A neuron's activation map A over the same grid implements heuristic H when
 |top-k(A) cap assoc(H)| / k >= t with k = |assoc(H)|. Result-related ("direct") heuristics are
-scored on A o L, where L[i, j] is the logit-lens logit of the result token of i o j in v_out W_U.
+scored on A o L, where L[i, j] is the logit-lens logit of the result token of i o j in v_out W_U;
+for x and / their k is capped at max_op (the official code's fix for the skewed result counts).
 """
 
 from __future__ import annotations
@@ -17,6 +18,11 @@ from .data import apply, legal_grid
 MODULI = (2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15)
 """The paper's modulo set {2..9, 11, 13, 15} (the official code uses 2..10)."""
 
+OPERAND_RANGES = {"+": (10, 30, 50, 100), "-": (10, 30, 50, 100), "*": (3, 5, 10)}
+"""Operand range lengths per operator (official code; '/' as '+'); starts every `length`."""
+RESULT_RANGES = {"+": (10, 30, 50), "-": (10, 30, 50), "*": (10, 30, 50, 100), "/": (2, 10, 100)}
+"""Result range lengths per operator (official code); starts every max(length // 3, 10)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Heuristic:
@@ -25,61 +31,91 @@ class Heuristic:
     """Scored on the logit-lens weighted map A o L (result heuristics)."""
     mask: np.ndarray
     """Boolean [max_operand, max_operand]: associated legal prompts."""
+    k: int
+    """How many top prompts are compared with the mask (|mask|, capped for x and / results)."""
 
 
-def _range_lengths(operator: str, top: int) -> tuple[int, ...]:
-    # the paper uses 10/30/50/100 (division: 2/10/100) over [0, 300); scaled to our range
-    base = (2, 10, 100) if operator == "/" else (10, 30, 50, 100)
-    return tuple(n for n in base if n < top)
+def kind(name: str) -> str:
+    """The heuristic type of a heuristic name (for the breakdown of classified neurons)."""
+    for word, label in (("range", "range"), ("mod", "modulo"), ("pattern", "pattern")):
+        if word in name:
+            return label
+    return "value" if "value" in name else "identical"
+
+
+def _digit_patterns(v: np.ndarray) -> dict[str, np.ndarray]:
+    """Periodic wildcard patterns of a 3-digit value: '.23', '1.3', '..3', '.2.' (official
+    code). Patterns with a fixed leading digit and a wild last digit ('12.', '1..') are ranges
+    and left to the range heuristics."""
+    d = [(v // 100) % 10, (v // 10) % 10, v % 10]
+    out = {}
+    for x in range(10):
+        out[f"..{x}"] = d[2] == x
+        out[f".{x}."] = d[1] == x
+        for y in range(10):
+            out[f".{x}{y}"] = (d[1] == x) & (d[2] == y)
+            out[f"{x}.{y}"] = (d[0] == x) & (d[2] == y)
+    return out
 
 
 def heuristics_for(
     operator: str, max_operand: int, n_numbers: int, max_share: float = 0.5
 ) -> list[Heuristic]:
-    """Every candidate heuristic of one operator: ranges, modulo, digit patterns, identical."""
+    """Every candidate heuristic of one operator: operand, both-operand and result ranges,
+    modulo conditions and digit patterns, result values, identical operands."""
     legal = legal_grid(operator, max_operand, n_numbers)
     a, b = np.meshgrid(np.arange(max_operand), np.arange(max_operand), indexing="ij")
     res = np.where(legal, apply(operator, a, b), -1)
-    values = {"op1": (a, max_operand, False), "op2": (b, max_operand, False)}
-    values["result"] = (res, n_numbers, True)
+    top_result = int(res.max()) + 1
+    cap = max_operand if operator in "*/" else None
     out: list[Heuristic] = []
 
     def add(name: str, direct: bool, mask: np.ndarray) -> None:
         mask = mask & legal
-        k = int(mask.sum())
-        if 0 < k <= max_share * legal.sum():
-            out.append(Heuristic(name, direct, mask))
+        n = int(mask.sum())
+        if direct and operator == "/" and (mask & (res == 0)).any():
+            return  # official code drops division's result heuristics that include 0
+        if 0 < n <= max_share * legal.sum():
+            k = min(n, cap) if direct and cap else n
+            out.append(Heuristic(name, direct, mask, k))
 
-    for role, (v, top, direct) in values.items():
-        for length in _range_lengths(operator, top):
-            for start in range(0, top - 1, max(length // 3, 10 if operator != "/" else 1)):
-                add(
-                    f"{role} range [{start},{start + length})",
-                    direct,
-                    (v >= start) & (v < start + length),
-                )
-        for n in MODULI:
-            for m in range(n):
-                add(f"{role} = {m} mod {n}", direct, (v >= 0) & (v % n == m))
-        digits = [(v // 100) % 10, (v // 10) % 10, v % 10]
-        for wild in range(3):
-            fixed = [p for p in range(3) if p != wild]
-            for d0 in range(10):
-                for d1 in range(10):
-                    pattern = ["."] * 3
-                    pattern[fixed[0]], pattern[fixed[1]] = str(d0), str(d1)
-                    mask = (v >= 0) & (digits[fixed[0]] == d0) & (digits[fixed[1]] == d1)
-                    add(f"{role} pattern {''.join(pattern)}", direct, mask)
+    for length in OPERAND_RANGES.get(operator, OPERAND_RANGES["+"]):
+        for start in range(0, max_operand, length) if length < max_operand else ():
+            span = f"[{start},{start + length})"
+            in1, in2 = (a >= start) & (a < start + length), (b >= start) & (b < start + length)
+            add(f"op1 range {span}", False, in1)
+            add(f"op2 range {span}", False, in2)
+            add(f"both operands range {span}", False, in1 & in2)
+    for length in RESULT_RANGES[operator]:
+        for start in range(0, top_result, max(length // 3, 10)) if length < top_result else ():
+            add(
+                f"result range [{start},{start + length})",
+                True,
+                (res >= start) & (res < start + length),
+            )
+    for n in MODULI:
+        for m in range(n):
+            add(f"op1 = {m} mod {n}", False, a % n == m)
+            add(f"op2 = {m} mod {n}", False, b % n == m)
+            add(f"both operands = {m} mod {n}", False, (a % n == m) & (b % n == m))
+            if operator != "/":
+                add(f"result = {m} mod {n}", True, (res >= 0) & (res % n == m))
+    for role, v, direct in (("op1", a, False), ("op2", b, False), ("result", res, True)):
+        if role == "result" and operator == "/":
+            continue  # official code: too few division results for patterns
+        for pattern, mask in _digit_patterns(v).items():
+            add(f"{role} pattern {pattern}", direct, (v >= 0) & mask)
+    for value in range(top_result):
+        add(f"result value {value}", True, res == value)
     add("identical operands", False, a == b)
     return out
 
 
-def score(act_map: np.ndarray, mask: np.ndarray, legal: np.ndarray) -> float:
-    """|top-k prompts of A cap associated prompts| / k, k = |associated| (Algorithm 1)."""
-    k = int(mask.sum())
+def score(act_map: np.ndarray, h: Heuristic, legal: np.ndarray) -> float:
+    """|top-k prompts of A cap associated prompts| / k (Algorithm 1), the slow reference."""
     flat = np.where(legal, act_map, -np.inf).ravel()
-    top = np.argpartition(-flat, k - 1)[:k]
-    return float(mask.ravel()[top].sum() / k)
+    top = np.argsort(-flat, kind="stable")[: h.k]
+    return float(h.mask.ravel()[top].sum() / h.k)
 
 
 def score_all(
@@ -91,14 +127,13 @@ def score_all(
     legal_flat = legal.ravel()
     for which, maps in ((False, act_maps), (True, act_maps * lens_maps)):
         cols = [j for j, h in enumerate(heuristics) if h.direct == which]
-        if not cols:
+        if not cols or n == 0:
             continue
         flat = np.where(legal_flat[None], maps.reshape(n, -1), -np.inf)
-        order = np.argsort(-flat, axis=1)  # one sort per neuron serves every heuristic
+        order = np.argsort(-flat, axis=1, kind="stable")  # one sort per neuron serves all
         for j in cols:
-            mask = heuristics[j].mask.ravel()
-            k = int(mask.sum())
-            out[:, j] = mask[order[:, :k]].sum(1) / k
+            h = heuristics[j]
+            out[:, j] = h.mask.ravel()[order[:, : h.k]].sum(1) / h.k
     return out
 
 

@@ -35,6 +35,25 @@ def accuracy_with_ablation(
     return pred == result
 
 
+def neuron_mask(neurons: list[tuple[int, int]], d_mlp: int) -> dict[int, torch.Tensor]:
+    """{layer: [d_mlp] bool} marking the given (layer, index) neurons."""
+    ablate: dict[int, torch.Tensor] = {}
+    for layer, idx in neurons:
+        ablate.setdefault(layer, torch.zeros(d_mlp, dtype=torch.bool))[idx] = True
+    return ablate
+
+
+def random_like(
+    neurons: list[tuple[int, int]], d_mlp: int, rng: np.random.Generator
+) -> list[tuple[int, int]]:
+    """As many random neurons per layer as `neurons` has (the equal-size random baseline)."""
+    out = []
+    for layer in sorted({layer for layer, _ in neurons}):
+        count = sum(1 for la, _ in neurons if la == layer)
+        out += [(layer, int(i)) for i in rng.choice(d_mlp, count, replace=False)]
+    return out
+
+
 def heuristic_knockout(
     model: nn.Module,
     parts: Parts,
@@ -47,9 +66,7 @@ def heuristic_knockout(
 ) -> tuple[float, float]:
     """Accuracy on associated and on unassociated (correct) prompts with the heuristic's
     neurons, given as (layer, index) pairs, zero-ablated."""
-    ablate: dict[int, torch.Tensor] = {}
-    for layer, idx in neurons:
-        ablate.setdefault(layer, torch.zeros(parts.d_mlp, dtype=torch.bool))[idx] = True
+    ablate = neuron_mask(neurons, parts.d_mlp)
     acc = [
         float(accuracy_with_ablation(model, parts, t, r, ablate, n_numbers).mean())
         for t, r in ((assoc_tokens, assoc_result), (other_tokens, other_result))

@@ -52,7 +52,15 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> nn.Module:
 
     if not Path(path).is_dir():
         raise ValueError(f"checkpoint must be a local model folder; {str(path)!r} not found")
-    model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        # a missing or malformed config.json / weights file: one line naming the folder
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"checkpoint {str(path)!r} is not a loadable Hugging Face causal-LM folder "
+            f"(config.json and weights): {first[:200]}"
+        ) from None
     locate(model)
     return model.to(device).eval()
 

@@ -6,6 +6,8 @@ copies the counterfactual activation of one component into the clean run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from torch import nn
 
@@ -43,29 +45,33 @@ def component_effects(
     r_cf: torch.Tensor,
     n_numbers: int,
 ) -> dict[str, torch.Tensor]:
-    """Mean E of patching each head ([L, H]) and each whole MLP ([L]) at every position."""
+    """Mean E of patching each head ([L, H]) and each whole MLP ([L]), one token position at a
+    time (op1, operator, op2, '='), averaged over positions (script_circuit_localization.py)."""
     p = probs(last_logits(model, clean), n_numbers)
     heads = torch.zeros(parts.n_layer, parts.n_head)
     mlps = torch.zeros(parts.n_layer)
+    positions = range(1, clean.shape[1])  # position 0 is BOS
+
+    def patched(kind: str, layer: int, pos: int, sl: slice) -> float:
+        src = cf_cache[kind][layer]
+
+        def edit(i, x):
+            if i != layer:
+                return None
+            x = x.clone()
+            x[:, pos, sl] = src[:, pos, sl]
+            return x
+
+        with hooked(parts, **{kind: edit}):
+            return float(effect(p, probs(last_logits(model, clean), n_numbers), r, r_cf).mean())
+
     for layer in range(parts.n_layer):
-        src = cf_cache["mlp"][layer]
-        with hooked(parts, mlp=lambda i, x, L=layer, s=src: s if i == L else None):
-            mlps[layer] = effect(p, probs(last_logits(model, clean), n_numbers), r, r_cf).mean()
-        src = cf_cache["attn"][layer]
-        width = src.shape[-1] // parts.n_head
-        for head in range(parts.n_head):
-            sl = slice(head * width, (head + 1) * width)
-
-            def edit(i, x, L=layer, s=src, sl=sl):
-                if i != L:
-                    return None
-                x = x.clone()
-                x[..., sl] = s[..., sl]
-                return x
-
-            with hooked(parts, attn=edit):
-                e = effect(p, probs(last_logits(model, clean), n_numbers), r, r_cf)
-            heads[layer, head] = e.mean()
+        width = cf_cache["attn"][layer].shape[-1] // parts.n_head
+        for pos in positions:
+            mlps[layer] += patched("mlp", layer, pos, slice(None)) / len(positions)
+            for head in range(parts.n_head):
+                sl = slice(head * width, (head + 1) * width)
+                heads[layer, head] += patched("attn", layer, pos, sl) / len(positions)
     return {"heads": heads, "mlps": mlps}
 
 
@@ -145,70 +151,110 @@ def attribution_effects(
     return torch.stack(rows)
 
 
-def normalized_logit(logits: torch.Tensor, r: torch.Tensor, n_numbers: int) -> torch.Tensor:
-    """NL: the correct answer's logit divided by the maximum (number-token) logit, mean over N."""
-    z = logits[:, :n_numbers]
-    return (z.gather(1, r[:, None])[:, 0] / z.max(-1).values).mean()
+def normalized_logit(logits: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """NL per prompt: the correct answer's logit divided by the maximum logit (whole vocabulary,
+    as evaluation_utils.py does); [N]."""
+    return logits.gather(1, r[:, None])[:, 0] / logits.max(-1).values
 
 
-def faithfulness(nl_circuit: float, nl_empty: float, nl_full: float) -> float:
-    """F(c) = (NL(c) - NL(empty)) / (NL(M) - NL(empty))."""
+def faithfulness(nl_circuit, nl_empty, nl_full):
+    """F(c) = (NL(c) - NL(empty)) / (NL(M) - NL(empty)) (Eq. 2), elementwise."""
     return (nl_circuit - nl_empty) / (nl_full - nl_empty)
 
 
+MIN_DENOMINATOR = 0.05
+"""Prompts whose NL(M) - NL(empty) is below this are left out of the per-prompt mean: there the
+empty circuit already predicts the answer and the ratio explodes (the official code drops
+answer-0 prompts for the same reason)."""
+
+
+def faithfulness_scores(
+    nl_circuit: torch.Tensor, nl_empty: torch.Tensor, nl_full: torch.Tensor
+) -> dict[str, float]:
+    """F as the official code computes it (mean of per-prompt ratios, over prompts with a usable
+    denominator), F as a ratio of means, and the share of prompts left out."""
+    den = nl_full - nl_empty
+    ok = den.abs() >= MIN_DENOMINATOR
+    per_prompt = faithfulness(nl_circuit, nl_empty, nl_full)[ok].mean() if ok.any() else torch.nan
+    return {
+        "per_prompt": float(per_prompt),
+        "of_means": float(faithfulness(nl_circuit.mean(), nl_empty.mean(), nl_full.mean())),
+        "excluded": float(1 - ok.float().mean()),
+    }
+
+
+@dataclasses.dataclass
+class Circuit:
+    """Which components are kept; everything else is mean-ablated at every position."""
+
+    heads: torch.Tensor
+    """[L, H] bool: attention heads kept."""
+    neurons: torch.Tensor
+    """[L, d_mlp] bool: MLP neurons kept (a whole row: the full MLP)."""
+
+    @classmethod
+    def full(cls, parts: Parts) -> Circuit:
+        return cls(
+            torch.ones(parts.n_layer, parts.n_head, dtype=torch.bool),
+            torch.ones(parts.n_layer, parts.d_mlp, dtype=torch.bool),
+        )
+
+    @classmethod
+    def empty(cls, parts: Parts) -> Circuit:
+        return cls(
+            torch.zeros(parts.n_layer, parts.n_head, dtype=torch.bool),
+            torch.zeros(parts.n_layer, parts.d_mlp, dtype=torch.bool),
+        )
+
+
 @torch.no_grad()
-def nl_with_neurons(
+def circuit_logits(
     model: nn.Module,
     parts: Parts,
     tokens: torch.Tensor,
-    r: torch.Tensor,
-    keep: dict[int, torch.Tensor],
-    means: list[torch.Tensor],
-    n_numbers: int,
-) -> float:
-    """NL with every neuron of the layers in `keep` mean-ablated at the last position,
-    except those whose mask entry is True."""
+    circuit: Circuit,
+    means: dict[str, list[torch.Tensor]],
+) -> torch.Tensor:
+    """[N, vocab] last-position logits with every head and neuron outside `circuit` replaced by
+    its mean over all prompts at every position (evaluation_utils.run_with_mean_ablation)."""
 
-    def edit(i, x):
-        if i not in keep:
-            return None
-        x = x.clone()
-        drop = ~keep[i]
-        x[:, -1, drop] = means[i][-1, drop]
-        return x
-
-    with hooked(parts, mlp=edit):
-        return float(normalized_logit(last_logits(model, tokens), r, n_numbers))
-
-
-@torch.no_grad()
-def nl_with_heads(
-    model: nn.Module,
-    parts: Parts,
-    tokens: torch.Tensor,
-    r: torch.Tensor,
-    keep: torch.Tensor,
-    means: list[torch.Tensor],
-    n_numbers: int,
-) -> float:
-    """NL with every head outside the [L, H] mask `keep` mean-ablated at every position."""
-
-    def edit(i, x):
-        width = x.shape[-1] // parts.n_head
-        drop = (~keep[i]).repeat_interleave(width)
+    def mlp(i, x):
+        drop = ~circuit.neurons[i]
         if not drop.any():
             return None
         x = x.clone()
-        x[:, :, drop] = means[i][:, drop]
+        x[:, :, drop] = means["mlp"][i][: x.shape[1], drop]
         return x
 
-    with hooked(parts, attn=edit):
-        return float(normalized_logit(last_logits(model, tokens), r, n_numbers))
+    def attn(i, x):
+        drop = (~circuit.heads[i]).repeat_interleave(x.shape[-1] // parts.n_head)
+        if not drop.any():
+            return None
+        x = x.clone()
+        x[:, :, drop] = means["attn"][i][: x.shape[1], drop]
+        return x
+
+    with hooked(parts, mlp=mlp, attn=attn):
+        return last_logits(model, tokens)
+
+
+def circuit_nl(model, parts, tokens, r, circuit, means) -> torch.Tensor:
+    """Per-prompt NL of `circuit` under mean ablation; [N]."""
+    return normalized_logit(circuit_logits(model, parts, tokens, circuit, means), r)
 
 
 @torch.no_grad()
-def mean_activations(model: nn.Module, parts: Parts, tokens: torch.Tensor, kind: str):
-    """Per layer [T, D] mean of a projection input over all prompts (correct or not)."""
+def mean_activations(
+    model: nn.Module, parts: Parts, tokens: torch.Tensor, batch: int = 2048
+) -> dict[str, list[torch.Tensor]]:
+    """Per layer [T, D] mean of each projection input over `tokens` (all prompts, legal or not),
+    accumulated batch by batch."""
     from .model import cache
 
-    return [x.mean(0) for x in cache(model, parts, tokens)[kind]]
+    sums: dict[str, list[torch.Tensor]] = {}
+    for start in range(0, len(tokens), batch):
+        part = cache(model, parts, tokens[start : start + batch])
+        for kind, xs in part.items():
+            got = [x.sum(0) for x in xs]
+            sums[kind] = got if kind not in sums else [a + b for a, b in zip(sums[kind], got)]
+    return {kind: [x / len(tokens) for x in xs] for kind, xs in sums.items()}

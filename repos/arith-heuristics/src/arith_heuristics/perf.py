@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import analysis as A
+from . import circuit as C
 from . import patching as P
 from .config import Config
 from .data import Vocab, counterfactuals
@@ -23,8 +23,8 @@ def time_patching(cfg: Config, workdir: Path) -> dict[str, float]:
     model = build_model(cfg, vocab).to(cfg.device)
     load_state(model, workdir / f"checkpoint_{checkpoint_steps(cfg)[-1]:06d}.safetensors")
     parts = locate(model)
-    ctx = A.make_context(model, parts, vocab, cfg, cfg.seed)
-    pool, _ = A.operator_pool(ctx, 0)
+    ctx = C.make_context(model, parts, vocab, cfg, with_means=False)
+    pool, _ = C.operator_pool(ctx, 0)
     rng = np.random.default_rng(cfg.seed)
     clean = pool.subset(rng.choice(len(pool), min(cfg.perf_prompts, len(pool)), replace=False))
     cf = counterfactuals(clean, pool, cfg.seed)

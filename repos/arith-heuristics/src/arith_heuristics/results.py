@@ -47,9 +47,25 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+def paired_interval(diff, n_boot: int, seed: int = 0) -> dict[str, float]:
+    """Mean of paired differences (NaN units dropped) and its 95% percentile-bootstrap
+    interval; NaNs when no unit is left."""
+    d = np.asarray(diff, dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) == 0:
+        return {"mean": float("nan"), "lo": float("nan"), "hi": float("nan"), "n": 0}
+    boot = np.random.default_rng(seed).choice(d, (n_boot, len(d)), replace=True).mean(1)
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return {"mean": float(d.mean()), "lo": float(lo), "hi": float(hi), "n": len(d)}
+
+
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, **extra: Any
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `extra` carries the
+    paired intervals and the negative control (with its own `holds` under the same check)."""
+    out = {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    return out | extra
 
 
 def git_commit() -> str | None:

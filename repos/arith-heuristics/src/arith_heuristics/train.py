@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from . import analysis as A
+from . import circuit as C
 from .config import OPERATORS, Config, validate
 from .data import Vocab, all_legal, split
 from .lm import accuracy, checkpoint_steps, load_state, train
@@ -73,24 +74,35 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     metrics["test_acc"] = accuracy(model, test_set, vocab, cfg.device)
 
     parts = locate(model)
-    ctx = A.make_context(model, parts, vocab, cfg, cfg.seed)
+    ctx = C.make_context(model, parts, vocab, cfg)
     per_op = {op: A.analyse_operator(ctx, op, cfg.seed + 17 * k) for k, op in enumerate(OPERATORS)}
     for key in per_op["+"]["metrics"]:
         values = [per_op[op]["metrics"][key] for op in OPERATORS]
         for op, v in zip(OPERATORS, values, strict=True):
             metrics[f"{key}_{op}"] = v
-        metrics[key] = float(np.nanmean(values))
-    for key in ("faith_curve", "guided_acc", "random_acc"):
-        curve = np.mean([per_op[op][key] for op in OPERATORS], axis=0)
+        finite = [v for v in values if np.isfinite(v)]
+        metrics[key] = float(np.mean(finite)) if finite else float("nan")
+    for key in per_op["+"]["curves"]:
+        for op in OPERATORS:
+            for i, v in enumerate(per_op[op]["curves"][key]):
+                metrics[f"{key}_{i}_{op}"] = float(v)
+        curve = np.mean([per_op[op]["curves"][key] for op in OPERATORS], axis=0)
         for i, v in enumerate(curve):
             metrics[f"{key}_{i}"] = float(v)
     tops = [per_op[op]["top_neurons"] for op in OPERATORS]
     unique = [len(t - set().union(*(o for o in tops if o is not t))) / max(1, len(t)) for t in tops]
     metrics["unique_top_neuron_share"] = float(np.mean(unique))
+    if cfg.untrained_null and not cfg.checkpoint:
+        metrics.update(untrained_null(cfg, vocab))
 
-    overlap = checkpoint_overlap(cfg, vocab, paths, per_op) if paths else []
-    for i, v in enumerate(overlap):
-        metrics[f"overlap_ckpt_{i}"] = v
+    ckpt_pairs = checkpoint_pairs(cfg, vocab, paths, per_op) if paths else []
+    for op in OPERATORS:
+        for i, v in enumerate(overlap_curve(ckpt_pairs, ckpt_pairs, op)):
+            metrics[f"overlap_ckpt_{i}_{op}"] = v
+    for i in range(len(ckpt_pairs)):
+        metrics[f"overlap_ckpt_{i}"] = float(
+            np.mean([metrics[f"overlap_ckpt_{i}_{op}"] for op in OPERATORS])
+        )
 
     probe_set = ctx.correct if len(ctx.correct) >= 10 else ctx.legal  # untrained: all legal
     order = np.random.default_rng(cfg.seed).permutation(len(probe_set))
@@ -111,36 +123,54 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         "knockout_counts": list(cfg.knockout_counts),
         "type_counts": {op: per_op[op]["type_counts"] for op in OPERATORS},
         "head_effects": {op: per_op[op]["head_effects"] for op in OPERATORS},
+        "head_sweep": {op: per_op[op]["head_sweep"] for op in OPERATORS},
         "mlp_effects": {op: per_op[op]["mlp_effects"] for op in OPERATORS},
+    }
+    heuristics = {
+        "final": {op: sorted(map(list, per_op[op]["pairs"])) for op in OPERATORS},
+        "checkpoints": [{op: sorted(map(list, c[op])) for op in OPERATORS} for c in ckpt_pairs],
     }
     metrics = {k: float(v) for k, v in metrics.items()}
     atomic_write_json(workdir / "metrics.json", metrics)
     atomic_write_json(workdir / "analysis.json", extra)
+    atomic_write_json(workdir / "heuristics.json", heuristics)
     return metrics
 
 
-def checkpoint_overlap(cfg: Config, vocab: Vocab, paths: list[Path], per_op: dict) -> list[float]:
-    """Share of the final model's (neuron, heuristic) pairs already present at each checkpoint
-    (top neurons by attribution patching on the final model's analysis prompts)."""
+def untrained_null(cfg: Config, vocab: Vocab) -> dict[str, float]:
+    """Algorithm 1 on the top and bottom neurons of the initial (untrained) model: the same
+    initialisation the trained model started from (a null for the classification claim)."""
+    torch.manual_seed(cfg.seed)
+    model = build_model(cfg, vocab).to(cfg.device).eval()
+    ctx = C.make_context(model, locate(model), vocab, cfg, with_means=False)
+    out: dict[str, float] = {}
+    for k, op in enumerate(OPERATORS):
+        for key, v in A.classification_null(ctx, op, cfg.seed + 17 * k).items():
+            out[f"untrained_{key}_{op}"] = v
+    for key in ("classified_share", "bottom_classified_share"):
+        out[f"untrained_{key}"] = float(np.mean([out[f"untrained_{key}_{op}"] for op in OPERATORS]))
+    return out
+
+
+def checkpoint_pairs(cfg: Config, vocab: Vocab, paths: list[Path], per_op: dict) -> list[dict]:
+    """Per checkpoint and operator, the (layer, neuron, heuristic) pairs of its attribution-top
+    neurons, on the final model's analysis prompts."""
     model = build_model(cfg, vocab).to(cfg.device)
-    pairs = []
+    out = []
     for path in paths:
         load_state(model, path)
-        parts = locate(model)
-        ctx = A.make_context(model, parts, vocab, cfg, cfg.seed)
-        pairs.append(
-            set().union(
-                *(
-                    {
-                        (op, *p)
-                        for p in A.heuristic_pairs(ctx, op, per_op[op]["clean"], per_op[op]["cf"])
-                    }
-                    for op in OPERATORS
-                )
-            )
-        )
-    final = pairs[-1]
-    return [len(p & final) / max(1, len(final)) for p in pairs]
+        ctx = C.make_context(model, locate(model), vocab, cfg, with_means=False)
+        out.append({op: A.heuristic_pairs(ctx, op, per_op[op]["batch"]) for op in OPERATORS})
+    return out
+
+
+def overlap_curve(pairs: list[dict], final_of: list[dict], op: str) -> list[float]:
+    """Share of the final model's pairs (final_of[-1][op]) present at each checkpoint of `pairs`
+    (pairs as sets or as lists of [layer, neuron, name])."""
+    if not pairs or not final_of:
+        return []
+    final = {tuple(p) for p in final_of[-1][op]}
+    return [len({tuple(p) for p in c[op]} & final) / max(1, len(final)) for c in pairs]
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:
