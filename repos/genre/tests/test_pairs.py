@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from genre.baselines import nnr
-from genre.pairs import partner_sets, sample_partners
+from genre.pairs import partner_sets, q_recourse, sample_partners
 
 
 def _data(seed=0):
@@ -50,3 +50,32 @@ def test_negative_without_partner_warns_and_gives_no_nan():
     assert not has[0] and not torch.isnan(prob).any()
     with pytest.raises(ValueError, match="no admissible partner"), pytest.warns(UserWarning):
         nnr(x, x_pos, imm)
+
+
+class _Ones(torch.nn.Module):
+    def forward(self, x):
+        return torch.ones(x.shape[:-1])
+
+
+def test_exact_q_sampler_limits():
+    """lambda -> infinity with one draw is NNR; the floor (lambda = 0 over all of D+) only
+    returns admissible positives and draws more than one distinct partner."""
+    x, x_pos, imm = _data(2)
+    cat = torch.tensor([True, False, False])
+    g = torch.Generator().manual_seed(0)
+    sharp = q_recourse(x, x_pos, 1e6, 5, imm, cat, _Ones(), 1, g)
+    assert torch.equal(sharp, nnr(x, x_pos, imm))
+    floor = q_recourse(x.repeat(20, 1), x_pos, 0.0, len(x_pos), imm, cat, _Ones(), 1, g)
+    assert torch.equal(floor[:, 0], x.repeat(20, 1)[:, 0])
+    assert all((floor[i] == x_pos).all(1).any() for i in range(len(floor)))
+    assert len(torch.unique(floor[::6], dim=0)) > 1
+
+
+def test_exact_q_sampler_keeps_x_without_partner():
+    x, x_pos, imm = _data()
+    x_pos[:, 0] = 1.0
+    x[0, 0] = 0.0
+    cat = torch.tensor([True, False, False])
+    with pytest.warns(UserWarning, match="no admissible partner"):
+        out = q_recourse(x, x_pos, 5.0, 10, imm, cat, _Ones(), 3, torch.Generator().manual_seed(0))
+    assert torch.equal(out[0], x[0]) and not torch.isnan(out).any()

@@ -207,45 +207,53 @@ class _ProbaWrapper:
         return (self.predict_proba(df)[:, 1] > 0.5).astype(int)
 
 
-def dice(
-    x: np.ndarray,
-    x_train: np.ndarray,
-    y_train: np.ndarray,
-    h: nn.Module,
-    features: list[str],
-    immutable: np.ndarray,
-    categorical: np.ndarray,
-    seed: int,
-) -> np.ndarray:
-    """DiCE's model-agnostic random search (dice-ml, one counterfactual per negative).
-    A negative for which DiCE finds nothing keeps x itself (counted invalid)."""
-    import dice_ml
-    from raiutils.exceptions import UserConfigValidationException
+class Dice:
+    """DiCE's model-agnostic random search (dice-ml), set up once on the training rows; each
+    call explains rows one at a time (one counterfactual per negative)."""
 
-    frame = pd.DataFrame(x_train.astype(np.float64), columns=features).assign(label=y_train)
-    cats = [f for f, c in zip(features, categorical) if c]
-    frame[cats] = frame[cats].round().astype(int).astype(str)
-    conts = [f for f, c in zip(features, categorical) if not c]
-    data = dice_ml.Data(dataframe=frame, continuous_features=conts, outcome_name="label")
-    model = dice_ml.Model(model=_ProbaWrapper(h, features), backend="sklearn")
-    explainer = dice_ml.Dice(data, model, method="random")
-    vary = [f for f, m in zip(features, immutable) if not m]
-    out = x.copy()
-    for i in range(len(x)):
-        query = pd.DataFrame(x[i : i + 1].astype(np.float64), columns=features)
-        query[cats] = query[cats].round().astype(int).astype(str)
-        try:
-            res = explainer.generate_counterfactuals(
-                query,
-                total_CFs=1,
-                desired_class=1,
-                features_to_vary=vary,
-                random_seed=seed,
-                verbose=False,
-            )
-        except UserConfigValidationException:  # raised when no counterfactual is found
-            continue
-        cf = res.cf_examples_list[0].final_cfs_df
-        if cf is not None and len(cf):
-            out[i] = cf[features].astype(float).to_numpy()[0]
-    return out
+    def __init__(
+        self,
+        x_train: np.ndarray,
+        y_train: np.ndarray,
+        h: nn.Module,
+        features: list[str],
+        immutable: np.ndarray,
+        categorical: np.ndarray,
+    ):
+        import dice_ml
+
+        frame = pd.DataFrame(x_train.astype(np.float64), columns=features).assign(label=y_train)
+        self.features = features
+        self.cats = [f for f, c in zip(features, categorical) if c]
+        frame[self.cats] = frame[self.cats].round().astype(int).astype(str)
+        conts = [f for f, c in zip(features, categorical) if not c]
+        data = dice_ml.Data(dataframe=frame, continuous_features=conts, outcome_name="label")
+        model = dice_ml.Model(model=_ProbaWrapper(h, features), backend="sklearn")
+        self.explainer = dice_ml.Dice(data, model, method="random")
+        self.vary = [f for f, m in zip(features, immutable) if not m]
+
+    def __call__(self, x: np.ndarray, seed: int, stopping_threshold: float = 0.5) -> np.ndarray:
+        """Stops once h(x') exceeds `stopping_threshold`; a negative for which DiCE finds
+        nothing keeps x itself (counted invalid)."""
+        from raiutils.exceptions import UserConfigValidationException
+
+        out = x.copy()
+        for i in range(len(x)):
+            query = pd.DataFrame(x[i : i + 1].astype(np.float64), columns=self.features)
+            query[self.cats] = query[self.cats].round().astype(int).astype(str)
+            try:
+                res = self.explainer.generate_counterfactuals(
+                    query,
+                    total_CFs=1,
+                    desired_class=1,
+                    features_to_vary=self.vary,
+                    stopping_threshold=stopping_threshold,
+                    random_seed=seed,
+                    verbose=False,
+                )
+            except UserConfigValidationException:  # raised when no counterfactual is found
+                continue
+            cf = res.cf_examples_list[0].final_cfs_df
+            if cf is not None and len(cf):
+                out[i] = cf[self.features].astype(float).to_numpy()[0]
+        return out

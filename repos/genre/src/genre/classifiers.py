@@ -2,7 +2,8 @@
 
 The gold model is an isotonic-calibrated random forest fitted on all rows with balanced
 weights; labels are then resampled from its probabilities, so the true P(y=1|x) is known.
-The audited classifier h is a 10-10-10 MLP trained on the resampled labels.
+The audited classifier h is a 10-10-10 MLP trained on the resampled labels with balanced
+class weights.
 """
 
 from __future__ import annotations
@@ -46,15 +47,21 @@ class MLP(nn.Module):
         return torch.sigmoid(self.net(x)).squeeze(-1)
 
 
-def train_classifier(x: np.ndarray, y: np.ndarray, epochs: int, seed: int) -> MLP:
+def train_classifier(
+    x: np.ndarray, y: np.ndarray, epochs: int, seed: int, balanced: bool = True
+) -> MLP:
+    """Adam 1e-3, batch 64, BCE; with `balanced` each row is weighted by
+    n / (2 n_class) (sklearn's 'balanced', the official CALIBRATED=True of train_ann.py)."""
     torch.manual_seed(seed)
     h = MLP(x.shape[1])
     opt = torch.optim.Adam(h.parameters(), lr=1e-3)
     xt, yt = torch.as_tensor(x), torch.as_tensor(y, dtype=torch.float32)
+    weight = compute_sample_weight("balanced", y) if balanced else np.ones(len(y))
+    wt = torch.as_tensor(weight, dtype=torch.float32)
     g = torch.Generator().manual_seed(seed)
     for _ in range(epochs):
         for idx in torch.randperm(len(xt), generator=g).split(64):
-            loss = nn.functional.binary_cross_entropy(h(xt[idx]), yt[idx])
+            loss = nn.functional.binary_cross_entropy(h(xt[idx]), yt[idx], weight=wt[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()

@@ -1,4 +1,4 @@
-"""Command line: `genre {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `genre {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -19,7 +19,7 @@ COMMANDS = {
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
 USAGE = (
-    "usage: genre {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: genre {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`genre COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +31,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,7 +46,8 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"genre {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset quick|paper|full picks the defaults "
+        f"(now: {preset}).",
     )
     return validate(cfg)
 
@@ -65,14 +66,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         cfg = parse(command, rest)
+    except SystemExit as exc:  # tyro has printed its message for a malformed flag or --help
+        return int(exc.code or 0)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
         if command == "train":
             from .train import train_and_evaluate
 
             result = train_and_evaluate(cfg, cfg.out)
         elif command == "eval":
-            from .train import evaluate
+            from .train import evaluate_run
 
-            result = evaluate(cfg.out)
+            result = evaluate_run(cfg.out)
         else:
             from .bench import run_bench
 

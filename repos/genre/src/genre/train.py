@@ -1,12 +1,13 @@
 """train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
 
 One seed of the whole protocol: gold model and resampled labels, classifier h, the pairs of
-Q(x+|x), the GenRe pair model, then every recourse method on the same test negatives.
+Q(x+|x), the GenRe pair model, then every recourse method (tuned on validation negatives) on
+the same test negatives, plus GenRe's oracle (sampling Q itself), a floor (a random admissible
+positive) and a negative control (GenRe's sampler on an untrained pair model).
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 import sys
@@ -18,13 +19,29 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
-from . import baselines, classifiers, data, metrics
-from .binned_transformer import PairTransformer, genre_recourse
-from .config import Config, validate
+from . import baselines
+from .config import CONTROL, FLOOR, ORACLE, Config, validate
 from .pairs import partner_sets, sample_partners
+from .protocol import (
+    World,
+    evaluate,
+    fit_world,
+    make_runner,
+    new_pair_model,
+    rows_for,
+    time_per_instance,
+    tune,
+)
 from .results import atomic_write_json
 
 CHECKPOINT = "pair_model.safetensors"
+TIMED = ("GenRe", "GenRe-nocache", "NNR", "Wachter", "REVISE", "GrowingSpheres", "DiCE")
+
+
+def _split(n: int, g: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    order = torch.randperm(n, generator=g)
+    n_val = max(1, n // 10)
+    return order[n_val:], order[:n_val]
 
 
 def fit_pair_model(
@@ -33,174 +50,170 @@ def fit_pair_model(
     y_neg: torch.Tensor,
     x_pos: torch.Tensor,
     immutable: torch.Tensor,
-) -> PairTransformer:
-    """Maximum likelihood on pairs (x, x+ ~ Q(.|x)), one partner resampled per epoch; the
-    weights with the best validation loss (90/10 split of the negatives) are kept."""
-    index, prob, has = partner_sets(x_neg, x_pos, cfg.lam, cfg.top_k, immutable)
-    x_neg, y_neg, index, prob = x_neg[has], y_neg[has], index[has], prob[has]
+    lam: float | None = None,
+):
+    """Maximum likelihood on pairs (x, x+ ~ Q(.|x)), one partner resampled per epoch.
+
+    As official train_bpm.py: D- and D+ are each split 90/10; training pairs join training D-
+    to training D+ and validation pairs validation D- to validation D+; the validation loss is
+    checked every `eval_every` epochs (and after the last) and the best checked weights kept.
+    Returns the model and its loss log."""
+    lam = cfg.lam if lam is None else lam
     g = torch.Generator().manual_seed(cfg.seed)
-    order = torch.randperm(len(x_neg), generator=g)
-    n_val = max(1, len(order) // 10)
-    val, tr = order[:n_val], order[n_val:]
-    torch.manual_seed(cfg.seed)
-    model = PairTransformer(
-        x_neg.shape[1], cfg.n_bins, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff, cfg.dropout
-    ).to(cfg.device)
+    (neg_tr, neg_val), (pos_tr, pos_val) = _split(len(x_neg), g), _split(len(x_pos), g)
+    if len(pos_tr) == 0:
+        pos_tr = pos_val  # a single positive: both splits use it
+    sets = {}
+    for name, neg, pos in (("train", neg_tr, pos_tr), ("val", neg_val, pos_val)):
+        index, prob, has = partner_sets(x_neg[neg], x_pos[pos], lam, cfg.top_k, immutable)
+        sets[name] = (x_neg[neg][has], y_neg[neg][has], index[has], prob[has], x_pos[pos])
+    xs, ys, index, prob, pos = sets["train"]
+    if len(xs) == 0:
+        raise ValueError("no training negative has an admissible partner in D+")
+    model = new_pair_model(cfg, x_neg.shape[1])
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    ones = torch.ones(cfg.batch_size, device=cfg.device)
     dev = lambda t: t.to(cfg.device)
-    val_partner = dev(x_pos[sample_partners(index[val], prob[val], g)])
-    best, best_state = float("inf"), None
+    xv, yv, iv, pv, posv = sets["val"]
+    val_x, val_y = dev(xv), dev(yv)
+    val_partner = dev(posv[sample_partners(iv, pv, g)]) if len(xv) else None
+    best, best_state, log = float("inf"), None, {"train": [], "val": []}
     quiet = cfg.quiet or not sys.stderr.isatty()
-    bar = tqdm(range(cfg.epochs), desc="GenRe", disable=quiet, leave=False)
-    for _ in bar:
+    bar = tqdm(range(cfg.epochs), desc=f"GenRe lambda={lam:g}", disable=quiet, leave=False)
+    for epoch in bar:
         model.train()
-        partner = x_pos[sample_partners(index[tr], prob[tr], g)]
-        for b in torch.randperm(len(tr), generator=g).split(cfg.batch_size):
-            xb, yb, pb = dev(x_neg[tr][b]), dev(y_neg[tr][b]), dev(partner[b])
-            loss = model.loss(xb, yb, pb, ones[: len(b)]).mean()
+        partner = pos[sample_partners(index, prob, g)]
+        losses = []
+        for b in torch.randperm(len(xs), generator=g).split(cfg.batch_size):
+            loss = model.loss(dev(xs[b]), dev(ys[b]), dev(partner[b]), dev(torch.ones(len(b))))
+            loss = loss.mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
+            losses.append(loss.item())
+        log["train"].append(float(np.mean(losses)))
+        if epoch % cfg.eval_every and epoch != cfg.epochs - 1:
+            continue
         model.eval()
+        if val_partner is None:  # too few negatives for a validation split: keep the last
+            best_state = {k: t.detach().clone() for k, t in model.state_dict().items()}
+            continue
         with torch.no_grad():
-            v = float(
-                model.loss(
-                    dev(x_neg[val]),
-                    dev(y_neg[val]),
-                    val_partner,
-                    torch.ones(n_val, device=cfg.device),
-                ).mean()
-            )
+            ones = torch.ones(len(val_x), device=cfg.device)
+            v = float(model.loss(val_x, val_y, val_partner, ones).mean())
+        log["val"].append((epoch, v))
         if v < best:
             best, best_state = v, {k: t.detach().clone() for k, t in model.state_dict().items()}
-        bar.set_postfix(train=f"{loss.item():.3f}", val=f"{v:.3f}")
+        bar.set_postfix(train=f"{log['train'][-1]:.3f}", val=f"{v:.3f}")
     model.load_state_dict(best_state)
-    return model.eval()
+    return model.eval(), log
 
 
-def run_protocol(cfg: Config, workdir: Path) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """Everything for one seed; returns flat metrics "Method/metric" and the recourses."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    tab = data.load(cfg.dataset, cfg.data_path, cfg.schema_path, cfg.seed)
-    rng = np.random.default_rng(cfg.seed)
-    x = tab.x
-    if cfg.max_rows and len(x) > cfg.max_rows:
-        keep = rng.choice(len(x), cfg.max_rows, replace=False)
-        x, y0 = x[keep], tab.y[keep]
-    else:
-        y0 = tab.y
-    gold = classifiers.fit_gold(x, y0, cfg.rf_trees, cfg.seed)  # on all rows: ground truth
-    y = classifiers.resample_labels(classifiers.gold_proba(gold, x), cfg.seed)
-    order = rng.permutation(len(x))
-    tr, te = order[: int(0.8 * len(x))], order[int(0.8 * len(x)) :]
-    h = classifiers.train_classifier(x[tr], y[tr], cfg.clf_epochs, cfg.seed)
-    xt = torch.as_tensor(x)
-    p_h = h(xt).numpy()
-    immutable, categorical = torch.as_tensor(tab.immutable), torch.as_tensor(tab.categorical)
-    neg_mask, pos_mask = p_h[tr] <= cfg.gamma, (p_h[tr] > cfg.gamma) & (y[tr] == 1)
-    x_pos = xt[tr][pos_mask]
-    if len(x_pos) == 0:
-        raise ValueError(
-            f"D+ is empty: no training point has h > gamma = {cfg.gamma} and y = 1 "
-            "(train the classifier longer or lower --gamma)"
-        )
+def _pair_model(cfg: Config, w: World, workdir: Path):
+    x_tr = w.xt(w.train)
+    x_neg, y_neg = x_tr[w.neg_mask], torch.as_tensor(w.y[w.train][w.neg_mask]).float()
     ckpt = workdir / CHECKPOINT
     if cfg.resume and ckpt.exists():
-        model = PairTransformer(
-            x.shape[1], cfg.n_bins, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.d_ff, cfg.dropout
-        )
+        model = new_pair_model(cfg, w.x.shape[1])
         model.load_state_dict(load_file(ckpt))
-        model = model.to(cfg.device).eval()
-    else:
-        model = fit_pair_model(
-            cfg, xt[tr][neg_mask], torch.as_tensor(y[tr][neg_mask]).float(), x_pos, immutable
-        )
-        tmp = workdir / f".{CHECKPOINT}.tmp"
-        save_file({k: v.contiguous().cpu() for k, v in model.state_dict().items()}, tmp)
-        tmp.replace(ckpt)  # atomic: same folder
-    negatives = te[p_h[te] < 0.5][: cfg.n_negatives]
-    if len(negatives) == 0:
-        raise ValueError("the classifier calls no test point negative; nothing to explain")
-    x_neg = xt[negatives]
-    lof = metrics.fit_lof(x[tr][classifiers.gold_proba(gold, x[tr]) > 0.5])
-    g = torch.Generator().manual_seed(cfg.seed)
-    h_dev = copy.deepcopy(h).to(cfg.device)
-    vae = baselines.fit_vae(x[tr], cfg.vae_epochs, cfg.seed) if "REVISE" in cfg.methods else None
-    runners = {
-        "GenRe": lambda xn: genre_recourse(
-            model,
-            h_dev,
-            xn.to(cfg.device),
-            immutable,
-            categorical,
-            cfg.temperature,
-            cfg.best_k,
-            g if cfg.device == "cpu" else None,
-        ).cpu(),
-        "NNR": lambda xn: baselines.nnr(xn, x_pos, immutable),
-        "Wachter": lambda xn: baselines.wachter(xn, h, immutable, categorical),
-        "GrowingSpheres": lambda xn: baselines.growing_spheres(xn, h, immutable, categorical, g),
-        "REVISE": lambda xn: baselines.revise(xn, h, vae, immutable, categorical),
-        "DiCE": lambda xn: torch.as_tensor(
-            baselines.dice(
-                xn.numpy(),
-                x[tr],
-                y[tr],
-                h,
-                list(tab.features),
-                tab.immutable,
-                tab.categorical,
-                cfg.seed,
-            )
-        ),
-    }
-    out, cfs = {}, {"x": x_neg.numpy(), "train_x": x[tr], "train_y": y[tr]}
-    for name in cfg.methods:
-        xn = x_neg[: cfg.dice_negatives] if name == "DiCE" else x_neg
+        return model.eval(), {}
+    model, log = fit_pair_model(cfg, x_neg, y_neg, w.x_pos, w.immutable)
+    tmp = workdir / f".{CHECKPOINT}.tmp"
+    save_file({k: v.contiguous().cpu() for k, v in model.state_dict().items()}, tmp)
+    tmp.replace(ckpt)  # atomic: same folder
+    return model, log
+
+
+def _means(instances: dict) -> dict[str, float]:
+    return {k: float(np.mean(v)) for k, v in instances.items()}
+
+
+def _sweeps(cfg: Config, w: World, temperature: float) -> dict[str, dict[str, float]]:
+    """Trade-off curves on the evaluated negatives: GenRe over temperatures (same model), the
+    exact target Q over lambdas, and GenRe retrained at other lambdas."""
+    x_neg, out = w.xt(w.negatives), {}
+    for tau in cfg.sweep_temperatures:
+        cf = make_runner(w, "GenRe", tau, phase=f"sweep{tau}")(x_neg)
+        out[f"GenRe@tau={tau:g}"] = _means(evaluate(w, x_neg, cf))
+    for lam in cfg.sweep_lams:
+        cf = make_runner(w, ORACLE, lam, phase=f"sweep{lam}")(x_neg)
+        out[f"{ORACLE}@lam={lam:g}"] = _means(evaluate(w, x_neg, cf))
+    x_tr = w.xt(w.train)
+    y_neg = torch.as_tensor(w.y[w.train][w.neg_mask]).float()
+    for lam in cfg.sweep_retrain_lams:
+        model, _ = fit_pair_model(cfg, x_tr[w.neg_mask], y_neg, w.x_pos, w.immutable, lam)
+        sub = dataclasses.replace(w, models={**w.models, "GenRe": model})
+        cf = make_runner(sub, "GenRe", temperature, phase=f"retrain{lam}")(x_neg)
+        out[f"GenRe@lam={lam:g}"] = _means(evaluate(w, x_neg, cf))
+    return out
+
+
+def run_protocol(cfg: Config, workdir: Path) -> dict:
+    """Everything for one seed. Returns {"metrics": flat "Method/metric" means, "instances":
+    per-negative arrays per method, "timing": per-instance seconds, "tuned", "sweeps",
+    "recourses", "loss_log"}."""
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    w = fit_world(cfg)
+    model, loss_log = _pair_model(cfg, w, workdir)
+    w.models["GenRe"] = model
+    w.models[CONTROL] = new_pair_model(cfg, w.x.shape[1]).eval()  # never trained
+    if "REVISE" in cfg.methods:
+        w.models["VAE"] = baselines.fit_vae(w.x[w.train], cfg.vae_epochs, cfg.seed)
+    names = [*cfg.methods, ORACLE, FLOOR, CONTROL]
+    tuned = {m: tune(w, m) for m in names if m != CONTROL}
+    tuned[CONTROL] = {"value": tuned["GenRe"]["value"], "why": "GenRe's tuned temperature"}
+    out = {"instances": {}, "timing": {}, "tuned": tuned, "loss_log": loss_log}
+    flat, recourses = {}, {"x": w.x[w.negatives], "train_x": w.x[w.train], "train_y": w.y[w.train]}
+    x_all = w.xt(w.negatives)
+    for name in names:
+        x_neg = w.xt(rows_for(w, name, w.negatives))
+        runner = make_runner(w, name, tuned[name]["value"])
         start = time.perf_counter()
-        cf = runners[name](xn)
+        if name == "DiCE":  # DiCE explains one row at a time anyway: time that very run
+            times, cf = time_per_instance(runner, x_neg)
+        else:
+            cf = runner(x_neg)
         seconds = time.perf_counter() - start
-        cf = cf.detach().numpy()
-        with torch.no_grad():
-            p_cf = h(torch.as_tensor(cf)).numpy()
-        row = metrics.summarize_recourse(
-            xn.numpy(),
-            cf,
-            classifiers.gold_proba(gold, cf),
-            p_cf,
-            lof,
-            seconds,
-            tab.immutable,
-            tab.categorical,
-        )
-        out.update({f"{name}/{k}": v for k, v in row.items()})
-        cfs[name] = cf
-    out["data/n_negatives"] = float(len(negatives))
-    out["data/n_pos_partners"] = float(len(x_pos))
-    return out, cfs
+        if name in TIMED and name != "DiCE":
+            fresh = make_runner(w, name, tuned[name]["value"], phase="timing")
+            times, _ = time_per_instance(fresh, x_all[: cfg.n_timing])
+        inst = evaluate(w, x_neg, cf)
+        out["instances"][name] = inst
+        flat.update({f"{name}/{k}": v for k, v in _means(inst).items()})
+        flat[f"{name}/seconds_per_recourse"] = seconds / len(x_neg)
+        if name in TIMED:
+            out["timing"][name] = times
+            flat[f"{name}/seconds_per_instance"] = float(times.mean())
+        recourses[name] = cf.detach().numpy()
+    nocache = make_runner(w, "GenRe-nocache", tuned["GenRe"]["value"], phase="timing")
+    out["timing"]["GenRe-nocache"], _ = time_per_instance(nocache, x_all[: cfg.n_timing])
+    flat["GenRe-nocache/seconds_per_instance"] = float(out["timing"]["GenRe-nocache"].mean())
+    out["sweeps"] = _sweeps(cfg, w, tuned["GenRe"]["value"])
+    flat["data/n_negatives"] = float(len(w.negatives))
+    flat["data/n_val_negatives"] = float(len(w.val_negatives))
+    flat["data/n_pos_partners"] = float(len(w.x_pos))
+    flat["data/n_train_negatives"] = float(w.neg_mask.sum())
+    out["metrics"], out["recourses"] = flat, recourses
+    return out
 
 
-def train_and_evaluate_with_recourses(
-    cfg: Config, workdir: str | Path
-) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """train_and_evaluate that also returns the recourses (the benchmark plots them)."""
+def train_and_evaluate_full(cfg: Config, workdir: str | Path) -> dict:
+    """run_protocol with config.json written first and metrics.json after."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    result, recourses = run_protocol(cfg, workdir)
-    atomic_write_json(workdir / "metrics.json", result)
-    return result, recourses
+    result = run_protocol(cfg, workdir)
+    atomic_write_json(workdir / "metrics.json", result["metrics"])
+    return result
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Run one seed of the protocol and return its metrics; writes workdir/config.json first."""
-    return train_and_evaluate_with_recourses(cfg, workdir)[0]
+    return train_and_evaluate_full(cfg, workdir)["metrics"]
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
+def evaluate_run(workdir: str | Path) -> dict[str, float]:
     """Read back the metrics a previous `train` wrote into workdir."""
     path = Path(workdir) / "metrics.json"
     if not path.exists():

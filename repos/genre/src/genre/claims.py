@@ -1,0 +1,213 @@
+"""The benchmark's claims, computed from per-negative results over seeds.
+
+Every comparison is paired (the same test negatives, the same seeds) with a bootstrap
+interval that resamples negatives within each seed (metrics.paired_interval). Every claim is
+also evaluated with the negative control in GenRe's place (GenRe's sampler on an untrained
+pair model; for the speed claim: NNR, a table lookup, as the peer) and reports whether the
+control passes; a claim whose control passes cannot tell GenRe's effect from the benchmark.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .config import CONTROL, ORACLE
+from .metrics import paired_interval
+from .results import claim
+
+PAPER_GENRE = {  # the released notebook's GenRe rows
+    "compas": {"cost": 0.51, "gold_validity": 0.99, "soft_validity": 0.75, "lof": 0.97},
+    "adult": {"cost": 0.69, "gold_validity": 1.00, "soft_validity": 0.91, "lof": 0.98},
+}
+# Thresholds, each with the result that fails it.
+MIN_VALIDITY, MIN_LOF = 0.95, 0.90  # fails: GenRe's gold validity < 0.95 or LOF rate < 0.9
+SCORE_MARGIN_VS_ORACLE = 0.05  # fails: GenRe's Score is below exact-Q's by > 0.05 (95% bound)
+COST_MARGIN_VS_ORACLE = 0.15  # fails: GenRe's cost exceeds exact-Q's by > 15% (95% bound)
+WACHTER_LOF_GAP, WACHTER_SOFT_GAP = 0.10, 0.05  # fails: Wachter's LOF / soft validity not
+# lower than GenRe's by these (or the interval of the difference reaches 0)
+SEARCH = ("Wachter", "REVISE", "GrowingSpheres", "DiCE")
+BASELINES = ("NNR", "Wachter", "GrowingSpheres", "REVISE", "DiCE")
+
+
+def _diffs(runs: list[dict], a: str, b: str, key: str, table: str = "instances") -> list:
+    """Per seed, a's minus b's per-negative values (truncated to the shorter, e.g. DiCE's)."""
+    out = []
+    for run in runs:
+        va, vb = np.asarray(run[table][a][key]), np.asarray(run[table][b][key])
+        n = min(len(va), len(vb))
+        out.append(va[:n] - vb[:n])
+    return out
+
+
+def _ci(runs, a, b, key, n_boot, table="instances") -> dict:
+    return paired_interval(_diffs(runs, a, b, key, table), n_boot)
+
+
+def _mean(runs: list[dict], method: str, key: str) -> float:
+    return float(np.mean([np.mean(run["instances"][method][key]) for run in runs]))
+
+
+def _fmt(ci: dict) -> str:
+    return f"{ci['mean']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]"
+
+
+def _paper(dataset: str) -> str:
+    p = PAPER_GENRE.get(dataset)
+    if p is None:
+        return "no table for this dataset; COMPAS: cost 0.51, gold validity 0.99, LOF 0.97"
+    return ", ".join(f"{k} {v:.2f}" for k, v in p.items())
+
+
+def _valid_plausible(runs, method: str) -> tuple[bool, str]:
+    val, lof = _mean(runs, method, "gold_validity"), _mean(runs, method, "lof")
+    return val >= MIN_VALIDITY and lof >= MIN_LOF, f"gold validity {val:.3f}, LOF {lof:.3f}"
+
+
+def _matches_oracle(runs, method: str, n_boot: int) -> tuple[bool, str]:
+    score = _ci(runs, method, ORACLE, "score", n_boot)
+    cost = _ci(runs, method, ORACLE, "cost", n_boot)
+    q_cost = _mean(runs, ORACLE, "cost")
+    holds = score["lo"] >= -SCORE_MARGIN_VS_ORACLE and cost["hi"] <= COST_MARGIN_VS_ORACLE * q_cost
+    text = (
+        f"Score {_mean(runs, method, 'score'):.3f} vs exact Q {_mean(runs, ORACLE, 'score'):.3f}, "
+        f"difference {_fmt(score)}; cost {_mean(runs, method, 'cost'):.3f} vs {q_cost:.3f}, "
+        f"difference {_fmt(cost)}"
+    )
+    return holds, text
+
+
+def _best_score(runs, method: str, peers: list[str], n_boot: int) -> tuple[bool, str, dict]:
+    cis = {b: _ci(runs, method, b, "score", n_boot) for b in peers}
+    text = f"Score {_mean(runs, method, 'score'):.3f}; minus " + "; ".join(
+        f"{b} ({_mean(runs, b, 'score'):.3f}) {_fmt(ci)}" for b, ci in cis.items()
+    )
+    return all(ci["lo"] > 0 for ci in cis.values()), text, cis
+
+
+def _wachter(runs, method: str, n_boot: int) -> tuple[bool, str, dict]:
+    cis = {k: _ci(runs, "Wachter", method, k, n_boot) for k in ("cost", "lof", "soft_validity")}
+    holds = (
+        cis["cost"]["hi"] < 0
+        and cis["lof"]["mean"] <= -WACHTER_LOF_GAP
+        and cis["lof"]["hi"] < 0
+        and cis["soft_validity"]["mean"] <= -WACHTER_SOFT_GAP
+        and cis["soft_validity"]["hi"] < 0
+    )
+    text = "Wachter minus GenRe: " + ", ".join(f"{k} {_fmt(ci)}" for k, ci in cis.items())
+    return holds, text, cis
+
+
+def _log_time_ratio(runs, a: str, b: str, n_boot: int) -> dict:
+    diffs = []
+    for run in runs:
+        ta, tb = np.asarray(run["timing"][a]), np.asarray(run["timing"][b])
+        n = min(len(ta), len(tb))
+        diffs.append(np.log(ta[:n]) - np.log(tb[:n]))
+    return paired_interval(diffs, n_boot)
+
+
+def _faster(runs, peers: list[str], n_boot: int) -> tuple[bool, str, dict]:
+    cis = {b: _log_time_ratio(runs, "GenRe", b, n_boot) for b in peers}
+    text = "; ".join(
+        f"GenRe / {b} per-instance time x{np.exp(ci['mean']):.3g} "
+        f"[{np.exp(ci['lo']):.3g}, {np.exp(ci['hi']):.3g}]"
+        for b, ci in cis.items()
+    )
+    return all(ci["hi"] < 0 for ci in cis.values()), text, cis
+
+
+def _with_control(entry: dict, control: str, holds: bool, ours: str) -> dict:
+    entry["negative_control"] = {"method": control, "holds": bool(holds), "ours": ours}
+    return entry
+
+
+def compute_claims(runs: list[dict], dataset: str, methods: tuple, n_boot: int) -> list[dict]:
+    """The claims of one dataset; `runs` are run_protocol outputs, one per seed."""
+    out = []
+    holds, text = _valid_plausible(runs, "GenRe")
+    c_holds, c_text = _valid_plausible(runs, CONTROL)
+    entry = claim(
+        f"genre-valid-plausible-{dataset}",
+        f"GenRe's gold validity >= {MIN_VALIDITY} and LOF inlier rate >= {MIN_LOF} "
+        f"(LOF fitted as the official notebook) ({dataset})",
+        _paper(dataset),
+        text,
+        holds,
+    )
+    out.append(_with_control(entry, CONTROL, c_holds, c_text))
+
+    holds, text = _matches_oracle(runs, "GenRe", n_boot)
+    c_holds, c_text = _matches_oracle(runs, CONTROL, n_boot)
+    entry = claim(
+        f"genre-matches-exact-q-{dataset}",
+        f"GenRe reaches its training target: its Score is at most {SCORE_MARGIN_VS_ORACLE} "
+        f"below, and its cost at most {COST_MARGIN_VS_ORACLE:.0%} above, sampling the exact "
+        f"target Q (lambda = GenRe's, best-of-k by h) - both as 95% bounds ({dataset})",
+        "consistency: maximum likelihood on pairs from Q estimates Q (the paper's theorem)",
+        text,
+        holds,
+    )
+    out.append(_with_control(entry, CONTROL, c_holds, c_text))
+
+    peers = [b for b in BASELINES if b in methods]
+    if peers:
+        holds, text, _ = _best_score(runs, "GenRe", peers, n_boot)
+        c_holds, c_text, _ = _best_score(runs, CONTROL, peers, n_boot)
+        entry = claim(
+            f"genre-best-score-{dataset}",
+            "GenRe's combined Score (gold validity + LOF - cost / d) exceeds every baseline's "
+            f"({', '.join(peers)}), 95% interval of each paired difference above 0 ({dataset})",
+            "paper Table 2: GenRe has the best Score on COMPAS, HELOC and Adult",
+            text,
+            holds,
+        )
+        out.append(_with_control(entry, CONTROL, c_holds, c_text))
+    if "Wachter" in methods:
+        holds, text, _ = _wachter(runs, "GenRe", n_boot)
+        c_holds, c_text, _ = _wachter(runs, CONTROL, n_boot)
+        entry = claim(
+            f"wachter-cheaper-implausible-{dataset}",
+            f"Wachter costs less than GenRe, but its LOF rate is lower by >= {WACHTER_LOF_GAP} "
+            f"and its soft validity by >= {WACHTER_SOFT_GAP} (each interval below 0) ({dataset})",
+            "paper Table 2: gradient search gives low cost but low plausibility and validity",
+            text,
+            holds,
+        )
+        out.append(_with_control(entry, CONTROL, c_holds, c_text))
+    search = [b for b in SEARCH if b in methods]
+    if search:
+        holds, text, _ = _faster(runs, search, n_boot)
+        c_holds, c_text, _ = _faster(runs, ["NNR"], n_boot)
+        entry = claim(
+            f"genre-faster-than-search-{dataset}",
+            "Per instance (batch of 1, as the paper times search), GenRe needs less time than "
+            f"{', '.join(search)}: 95% interval of each log time ratio below 0 ({dataset})",
+            "paper: a forward sampling pass replaces per-instance search",
+            text,
+            holds,
+        )
+        out.append(_with_control(entry, "NNR (as the peer)", c_holds, c_text))
+    return out
+
+
+def diagnostics(runs: list[dict], n_boot: int, lam: float) -> dict[str, dict]:
+    """Reported, not claimed: cost of GenRe and of its exact target against NNR's (the
+    issue's point that Q itself is dearer than NNR), and the fidelity of the trained model to
+    Q: GenRe sampled without sharpening (tau = 1, its own R_theta) against exact Q at the same
+    lambda, from the sweep means (mean and std over seeds) where both were swept."""
+    out = {}
+    for a in ("GenRe", ORACLE):
+        ci = _ci(runs, a, "NNR", "cost", n_boot)
+        out[f"{a}_minus_NNR_cost"] = ci
+        out[f"{a}_over_NNR_cost_ratio"] = {
+            "mean": _mean(runs, a, "cost") / max(_mean(runs, "NNR", "cost"), 1e-12)
+        }
+    model, target = "GenRe@tau=1", f"{ORACLE}@lam={lam:g}"
+    if all(model in run["sweeps"] and target in run["sweeps"] for run in runs):
+        for key in ("cost", "gold_validity", "lof", "score"):
+            diffs = [run["sweeps"][model][key] - run["sweeps"][target][key] for run in runs]
+            out[f"tau1_minus_exact_q_{key}"] = {
+                "mean": float(np.mean(diffs)),
+                "std_over_seeds": float(np.std(diffs)),
+            }
+    return out
