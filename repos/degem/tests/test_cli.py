@@ -7,9 +7,10 @@ import re
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from degem.cli import main
+from degem.cli import main, parse
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -31,6 +32,44 @@ def test_help_lists_commands(capsys):
 def test_misuse_exits_2_with_message(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(None, "no such graph file"), (b"plain text", "not a .npz graph file")],
+)
+def test_bad_graph_file_is_one_line_naming_the_file(tmp_path, capsys, content, message):
+    path = tmp_path / "g.npz"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["train", "--graph-file", str(path), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "g.npz" in err and err.count("\n") == 1
+
+
+def test_train_reads_a_graph_file_and_bench_refuses_one(tmp_path, capsys):
+    n, rng = 60, np.random.default_rng(0)
+    a = np.triu(rng.random((n, n)) < 0.1, 1).astype(np.float32)
+    rows, cols = np.nonzero(a)
+    path = tmp_path / "g.npz"
+    np.savez(
+        path, adj_data=np.ones(len(rows)), adj_indices=cols,
+        adj_indptr=np.searchsorted(rows, np.arange(n + 1)), adj_shape=np.array([n, n]),
+        attr_matrix=rng.normal(size=(n, 5)).astype(np.float32), labels=np.arange(n) % 3,
+    )  # fmt: skip
+    argv = ["--graph-file", str(path), "--epochs", "2", "--hidden", "8", "--energy-hidden", "4"]
+    out = tmp_path / "run"
+    assert main(["train", *argv, "--ood-classes", "2", "--out", str(out), "--quiet"]) == 0
+    assert json.loads((out / "config.json").read_text())["n_classes"] == 3
+    assert "Oracle/avg_auroc" not in json.loads((out / "metrics.json").read_text())
+    capsys.readouterr()
+    assert main(["bench", *argv]) == 2
+    assert "use `degem train --graph-file`" in capsys.readouterr().err
+
+
+def test_every_preset_parses():
+    for preset in ("quick", "paper", "full"):
+        assert parse("train", ["--preset", preset]).name == preset
 
 
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):

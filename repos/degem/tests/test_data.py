@@ -65,18 +65,88 @@ def test_bad_graphs_raise_clear_errors():
         data.csbm(50, 2, 3, 1.0, 4.0, 1.5, "random", seed=0)
 
 
-def test_npz_loader_round_trip(tmp_path):
-    adj = np.array([[0, 1, 0], [0, 0, 1], [0, 0, 0]])  # one direction only, loader symmetrises
-    rows, cols = np.nonzero(adj)
-    indptr = np.searchsorted(rows, np.arange(4))
-    x = np.arange(6, dtype=np.float32).reshape(3, 2)
-    np.savez(
-        tmp_path / "tiny.npz", adj_data=np.ones(len(rows)), adj_indices=cols, adj_indptr=indptr,
-        adj_shape=np.array([3, 3]), attr_matrix=x, labels=np.array([0, 1, 1]),
-    )  # fmt: skip
-    g = data.load_npz(tmp_path / "tiny.npz")
+def _write_npz(path, x=None, csr_attr=False, **override):
+    """A 3-node path graph 0-1-2 stored one way (the loader symmetrises), in the .npz format."""
+    cols = np.array([1, 2])  # edges 0-1 and 1-2, rows from adj_indptr
+    arrays = {
+        "adj_data": np.ones(2), "adj_indices": cols, "adj_indptr": np.array([0, 1, 2, 2]),
+        "adj_shape": np.array([3, 3]), "labels": np.array([0, 1, 1]),
+    }  # fmt: skip
+    x = np.arange(6, dtype=np.float32).reshape(3, 2) if x is None else x
+    if csr_attr:
+        r, c = np.nonzero(x)
+        arrays |= {
+            "attr_data": x[r, c], "attr_indices": c,
+            "attr_indptr": np.searchsorted(r, np.arange(4)), "attr_shape": np.array(x.shape),
+        }  # fmt: skip
+    else:
+        arrays["attr_matrix"] = x
+    np.savez(path, **(arrays | override))
+    return path
+
+
+def test_npz_loader_round_trip_dense_features(tmp_path):
+    g = data.load_npz(_write_npz(tmp_path / "tiny.npz"))
     assert sorted(map(tuple, g.edge_index.t().tolist())) == [(0, 1), (1, 0), (1, 2), (2, 1)]
-    assert torch.equal(g.x, torch.as_tensor(x)) and g.y.tolist() == [0, 1, 1]
-    np.savez(tmp_path / "bad.npz", labels=np.array([0]))
-    with pytest.raises(ValueError, match="lacks the keys"):
-        data.load_npz(tmp_path / "bad.npz")
+    assert torch.equal(g.x, torch.arange(6, dtype=torch.float32).reshape(3, 2))
+    assert g.y.tolist() == [0, 1, 1]
+
+
+def test_npz_loader_matches_pyg_read_npz_on_csr_features(tmp_path):
+    from torch_geometric.io import read_npz
+
+    x = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]], dtype=np.float32)
+    path = _write_npz(tmp_path / "csr.npz", x=x, csr_attr=True)
+    ours, ref = data.load_npz(path), read_npz(str(path))
+    assert torch.equal(ours.x, ref.x) and torch.equal(ours.y, ref.y)
+    assert torch.equal(ours.edge_index, ref.edge_index)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.write_text("not a zip"), "not a .npz graph file"),
+        (lambda p: np.savez(p, labels=np.array([0])), "lacks the keys"),
+        (lambda p: _write_npz(p, labels=np.array([0, 1])), "labels for features"),
+        (lambda p: _write_npz(p, adj_indices=np.array([1, 7])), "outside"),
+        (lambda p: _write_npz(p, labels=np.array([0, -1, 1])), "labels must be >= 0"),
+    ],
+)
+def test_npz_loader_rejects_bad_files_naming_them(tmp_path, make, message):
+    path = tmp_path / "bad.npz"
+    make(path)
+    with pytest.raises(ValueError, match=message) as err:
+        data.load_npz(path)
+    assert "bad.npz" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="no such graph file"):
+        data.load_npz(tmp_path / "missing.npz")
+
+
+def test_edge_homophily_and_normalisation_follow_their_definitions():
+    from degem.degem import normalized_adjacency
+
+    g = data.csbm(200, 4, 3, 1.0, 6.0, 0.4, "random", seed=0)
+    same = (g.y[g.edge_index[0]] == g.y[g.edge_index[1]]).float().mean()
+    assert data.edge_homophily(g.edge_index, g.y) == pytest.approx(float(same))
+    a = torch.zeros(g.n, g.n)
+    a[g.edge_index[0], g.edge_index[1]] = 1.0
+    d = a.sum(1).clamp(min=1).rsqrt()
+    ref = d[:, None] * a * d[None, :]
+    assert torch.allclose(normalized_adjacency(g.edge_index, g.n).to_dense(), ref, atol=1e-6)
+
+
+def test_class_means_are_the_generators_and_the_oracle_matches_a_loop():
+    g = data.csbm(60, 3, 4, 2.0, 5.0, 0.7, "cyclic", seed=2)
+    means = data.class_means(3, 4, 2.0, seed=2)
+    resid = g.x - means[g.y]
+    assert abs(float(resid.mean())) < 0.3 and abs(float(resid.std()) - 1) < 0.2
+    probs = data.block_probs(3, 20, 5.0, 0.7, "cyclic")
+    score = data.generative_score(g, g.y, means, probs, [0, 2])
+    for i in (0, 7, 31):
+        nbrs = g.edge_index[1][g.edge_index[0] == i]
+        terms = [
+            -0.5 * float((g.x[i] - means[c]).pow(2).sum())
+            + sum(float(probs[c, g.y[j]].clamp(min=1e-6).log()) for j in nbrs)
+            for c in (0, 2)
+        ]
+        assert float(score[i]) == pytest.approx(float(np.logaddexp(*terms)), rel=1e-5)

@@ -12,6 +12,7 @@ from degem import baselines, data
 from degem.config import PRESETS
 from degem.degem import (
     DeGEM,
+    dgi_loss,
     energy_readout,
     hop_features,
     normalized_adjacency,
@@ -77,52 +78,6 @@ def test_sgld_on_quadratic_energy_keeps_stationary_variance():
     assert abs(float(z.mean())) < 0.02
 
 
-def _energy_gap_after_training(mode: str, against: str) -> tuple[float, float]:
-    """E(samples) - E(training embeddings) in eval mode, before and after 40 training steps."""
-    torch.manual_seed(0)
-    g = small_graph(n=150)
-    adj = normalized_adjacency(g.edge_index, g.n)
-    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
-    train = torch.arange(30)
-    model = DeGEM(g.x.shape[1], 3, dataclasses.replace(CFG, energy_bn=mode))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
-
-    def gap() -> float:
-        model.eval()
-        with torch.no_grad():
-            z = model.encoder(hops)[train]
-            e_data = model.head(z, model.c).mean()
-            if against == "uniform":
-                e_sample = model.head(2 * torch.rand(200, CFG.hidden) - 1, model.c).mean()
-            else:  # the replay buffer's SGLD samples
-                e_sample = model.head(model.buffer, model.c).mean()
-        model.train()
-        return float(e_sample - e_data)
-
-    model.loss(hops, g.x, adj, train, g.y)  # sets the readout c
-    before = gap()
-    for _ in range(40):
-        opt.zero_grad()
-        model.loss(hops, g.x, adj, train, g.y)["loss"].backward()
-        opt.step()
-    return before, gap()
-
-
-def test_training_lowers_data_energy_against_uniform_samples_official_bn():
-    before, after = _energy_gap_after_training("separate", "uniform")
-    assert after > 0 and after > before + 0.1, (before, after)
-
-
-@pytest.mark.xfail(
-    reason="known failure, see README Deviations: with the default joint batch norm the data energy "
-    "does not end reliably below the SGLD samples' at this scale (measured gap -0.20)",
-    strict=False,
-)
-def test_training_lowers_data_energy_against_sgld_samples_default_bn():
-    before, after = _energy_gap_after_training("joint", "buffer")
-    assert after > 0 and after > before + 0.1, (before, after)
-
-
 def test_embeddings_and_scores_are_permutation_equivariant():
     g = small_graph()
     perm = torch.randperm(g.n, generator=torch.Generator().manual_seed(1))
@@ -184,33 +139,100 @@ def test_every_energy_bn_mode_trains_and_scores(mode):
 
 
 def _cd_grad_norm(mode: str) -> float:
-    """Gradient norm on the head of mean E(data) - mean E(samples), the CD term without reg."""
+    """Gradient norm on the head of mean E(train nodes) - mean E(samples), the CD term without
+    reg, with the whole graph in the data batch and the training nodes in the loss (as in loss)."""
     model, hops = _trained_step_model(mode)
+    model.zero_grad()
+    z = model.encoder(hops).detach()
+    train = torch.arange(30)
+    e_data, e_sample = model.energies(z, train.numel())
+    (e_data[train].mean() - e_sample.mean()).backward()
+    return float(torch.cat([p.grad.flatten() for p in model.head.parameters()]).norm())
+
+
+def test_cd_term_keeps_a_gradient_on_the_training_subset_in_every_batch_norm_mode():
+    # With the loss on the training nodes only (as in DeGEM.loss), the separate batch norm leaves
+    # the training subset's deviation from the whole-graph batch mean: a real gradient, smaller
+    # than joint's (measured: separate 1.4, joint 6.1, none 0.7 on this graph).
+    sep, joint, none = (_cd_grad_norm(m) for m in ("separate", "joint", "none"))
+    assert min(sep, joint, none) > 1e-2 and joint > sep, (sep, joint, none)
+
+
+def test_cd_term_vanishes_under_separate_batch_norm_when_all_nodes_train():
+    model, hops = _trained_step_model("separate")
     model.zero_grad()
     z = model.encoder(hops).detach()
     e_data, e_sample = model.energies(z, 40)
     (e_data.mean() - e_sample.mean()).backward()
-    return float(torch.cat([p.grad.flatten() for p in model.head.parameters()]).norm())
+    assert float(torch.cat([p.grad.flatten() for p in model.head.parameters()]).norm()) < 1e-3
 
 
-def test_cd_term_has_gradient_only_when_data_and_samples_share_the_batch_norm():
-    # separate: each batch's mean energy equals the output bias, so the CD term is constant;
-    # measured norms: separate ~1e-5, joint ~5, none ~0.6.
-    assert _cd_grad_norm("separate") < 1e-3
-    assert _cd_grad_norm("joint") > 1e-2
-    assert _cd_grad_norm("none") > 1e-2
+def test_trained_head_ranks_data_above_far_points_through_the_real_sign_conventions():
+    """Not a tautology: the head is trained by the real CD loss, SGLD and replay buffer on a fixed
+    data cloud, and -E (the score) must then rank held-out data above points off the cloud. A
+    flipped sign in the loss, the sampler or the score drives this AUROC below 50."""
+    torch.manual_seed(0)
+    cfg = dataclasses.replace(CFG, hidden=4, energy_hidden=16, mcmc_steps=10, rho=0.0)
+    model = DeGEM(3, 2, cfg)
+    z = 0.5 + 0.1 * torch.randn(400, 4)  # inside U[0, 1)^d, where fresh chains start
+    train = torch.arange(200)
+    opt = torch.optim.Adam(model.head.parameters(), lr=1e-2)
+    for _ in range(150):
+        opt.zero_grad()
+        model.head_loss(z, train).backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        score_data = -model.head(z[200:], model.c)
+        score_far = -model.head(z[200:] + torch.tensor([1.0, -1.0, 1.0, -1.0]), model.c)
+    assert ood_metrics(score_data, score_far)["auroc"] > 90
 
 
-def test_score_is_negative_energy_so_low_energy_nodes_rank_as_in_distribution():
+def test_score_is_minus_the_eval_mode_head_on_the_encoder():
     model, hops = _trained_step_model("joint")
     score, _ = model.score_and_logits(hops)
     model.eval()
     with torch.no_grad():
-        energy = model.head(model.encoder(hops), model.c)
-    assert torch.allclose(score, -energy)
-    low, high = torch.argsort(energy)[:20], torch.argsort(energy)[-20:]
-    # ID counted as positive: nodes of lowest energy as "ID" against the highest as "OOD" -> 100
-    assert ood_metrics(score[low], score[high])["auroc"] == 100.0
+        assert torch.allclose(score, -model.head(model.encoder(hops), model.c))
+
+
+def test_dgi_loss_is_half_of_pyg_deep_graph_infomax():
+    from torch_geometric.nn import DeepGraphInfomax
+
+    torch.manual_seed(0)
+    z, z_neg = torch.randn(50, 8), torch.randn(50, 8)
+    c = torch.sigmoid(torch.randn(8))
+    disc = torch.nn.Linear(8, 8, bias=False)
+    ref = DeepGraphInfomax(8, encoder=torch.nn.Identity(), summary=None, corruption=None)
+    with torch.no_grad():
+        ref.weight.copy_(disc.weight.T)
+    assert torch.allclose(2 * dgi_loss(disc, z, z_neg, c), ref.loss(z, z_neg, c), atol=1e-5)
+
+
+def test_readout_grad_decides_whether_the_dgi_loss_trains_the_energy_head():
+    g = small_graph(n=120)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
+    norms = {}
+    for flag in (False, True):
+        torch.manual_seed(0)
+        model = DeGEM(g.x.shape[1], 3, dataclasses.replace(CFG, readout_grad=flag))
+        model.loss(hops, g.x, adj, torch.arange(30), g.y)  # sets p, so the readout uses it
+        model.zero_grad()
+        model.loss(hops, g.x, adj, torch.arange(30), g.y)["dgi"].backward()
+        grads = [p.grad for p in model.head.parameters() if p.grad is not None]
+        norms[flag] = float(torch.cat([q.flatten() for q in grads]).norm()) if grads else 0.0
+    assert norms[False] == 0.0 and norms[True] > 1e-6, norms
+
+
+def test_energy_dropout_sits_after_the_batch_norm_and_is_off_in_eval():
+    head = DeGEM(6, 3, dataclasses.replace(CFG, energy_dropout=0.5)).head
+    kinds = [type(m).__name__ for m in head.net]
+    assert kinds == ["Linear", "ReLU", "BatchNorm1d", "Dropout", "Linear"]
+    assert head.net[3].p == 0.5
+    head.eval()
+    z, c = torch.randn(10, CFG.hidden), torch.randn(CFG.hidden)
+    assert torch.equal(head(z, c), head(z, c))
 
 
 def test_gaussian_score_is_negative_mahalanobis_distance():

@@ -1,4 +1,4 @@
-"""Command line: `degem {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `degem {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -7,6 +7,7 @@ Misuse (unknown command, bad preset, bad value) prints one line to stderr and ex
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import tyro
@@ -16,10 +17,10 @@ from .config import PRESETS, Config, validate
 COMMANDS = {
     "train": "train the method with one seed and write metrics to --out",
     "eval": "print the metrics of a finished run in --out",
-    "bench": "run every method over --seeds and write results/<preset>.json",
+    "bench": "run every method over --seeds and write <results-dir>/<preset>.json and figures",
 }
 USAGE = (
-    "usage: degem {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: degem {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`degem COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +32,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,12 +47,27 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"degem {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the defaults "
+        f"(now: {preset}).",
     )
     return validate(cfg)
 
 
+# Cross-machine reproducibility: DeGEM's training is chaotic, so a different rounding in one
+# kernel (AVX2 vs AVX-512 paths in ATen, MKL's per-CPU code paths) moves its last-epoch AUROC by
+# up to ~20 points (README, Deviations). Pin both to CPU-independent code paths unless the user
+# chose otherwise; this only works before torch is imported, hence here and not in the library.
+PINNED_ENV = {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"}
+
+
+def pin_numerics() -> None:
+    for key, value in PINNED_ENV.items():
+        os.environ.setdefault(key, value)
+
+
 def main(argv: list[str] | None = None) -> int:
+    if "torch" not in sys.modules:
+        pin_numerics()
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)

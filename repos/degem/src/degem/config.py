@@ -27,6 +27,9 @@ class Config:
     """Folder the benchmark writes <name>.json and figures/ into."""
     quiet: bool = False
     """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+    graph_file: str = ""
+    """A local .npz graph (CitationFull / Amazon format) to train on instead of a generated one;
+    n_classes is then taken from its labels (train only)."""
     n_nodes: int = 1000
     """Nodes of the contextual SBM graph."""
     n_classes: int = 5
@@ -77,6 +80,12 @@ class Config:
     """Fraction of SGLD chains restarted from the replay buffer."""
     energy_bn: str = "joint"
     """Energy-head batch norm: 'joint' (data + SGLD samples in one batch), 'separate', 'none'."""
+    energy_dropout: float = 0.0
+    """Dropout after the energy head's batch norm (official code: 0.5, active in training only)."""
+    head_steps: int = 1
+    """Energy-head updates per epoch: the joint step plus head_steps - 1 head-only CD steps."""
+    readout_grad: bool = False
+    """Let the encoder loss reach the energy head through p = softmax(-E) in the readout (official)."""
     reg: float = 1.0
     """Weight of the energy magnitude penalty E(z)^2 + E(z~)^2."""
     cls_weight: float = 0.1
@@ -93,10 +102,22 @@ class Config:
     """K of GNNSafe's energy propagation e <- alpha e + (1 - alpha) D^-1 A e."""
     prop_alpha: float = 0.5
     """alpha of GNNSafe's energy propagation."""
+    ablations: tuple[str, ...] = ("rho=0", "gamma=0", "head_steps=5", "official")
+    """DeGEM variants the bench runs besides the default (names in config.ABLATIONS)."""
+    ablation_seeds: int = 1
+    """The bench runs the ablations on the first this-many of `seeds`."""
 
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        seeds=(0, 1, 2, 3, 4),
+        epochs=200,
+        ablations=("rho=0", "gamma=0", "official", "official-512"),
+        ablation_seeds=2,
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -108,6 +129,25 @@ PRESETS: dict[str, Config] = {
     ),
 }
 
+# DeGEM variants for the bench's ablation: name -> Config fields it changes.
+ABLATIONS: dict[str, dict] = {
+    "rho=0": {"rho": 0.0},  # the energy head ignores the readout c (no conditional energy)
+    "gamma=0": {"gamma": 0.0},  # the readout is the plain mean (no energy readout)
+    "head_steps=5": {"head_steps": 5},
+    "head_steps=20": {"head_steps": 20},
+    "readout_grad": {"readout_grad": True},  # the DGI loss trains the head through p (official)
+    "official": {"energy_bn": "separate", "energy_dropout": 0.5, "readout_grad": True},
+    # ... and the official width and schedule (encoder 512, 200 epochs)
+    "official-512": {
+        "energy_bn": "separate",
+        "energy_dropout": 0.5,
+        "readout_grad": True,
+        "hidden": 512,
+        "epochs": 200,
+    },
+    "energy_bn=separate": {"energy_bn": "separate"},
+    "energy_bn=none": {"energy_bn": "none"},
+}
 PATTERNS = ("random", "cyclic")
 ENERGY_BN = ("joint", "separate", "none")
 
@@ -147,4 +187,13 @@ def validate(cfg: Config) -> Config:
         raise ValueError(f"energy_bn must be one of {ENERGY_BN}, got {cfg.energy_bn!r}")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
+    if cfg.head_steps < 1:
+        raise ValueError(f"head_steps must be >= 1, got {cfg.head_steps}")
+    if not 0.0 <= cfg.energy_dropout < 1.0:
+        raise ValueError(f"energy_dropout must lie in [0, 1), got {cfg.energy_dropout}")
+    unknown = [a for a in cfg.ablations if a not in ABLATIONS]
+    if unknown:
+        raise ValueError(f"unknown ablations {unknown}; expected names from {sorted(ABLATIONS)}")
+    if cfg.ablation_seeds < 0:
+        raise ValueError(f"ablation_seeds must be >= 0, got {cfg.ablation_seeds}")
     return cfg

@@ -6,11 +6,13 @@ Everything here is a deterministic function of its seed. Nothing is downloaded.
 from __future__ import annotations
 
 import dataclasses
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.utils import stochastic_blockmodel_graph, to_undirected
+from torch_geometric.io import read_npz
+from torch_geometric.utils import homophily, stochastic_blockmodel_graph, to_undirected
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,16 +87,46 @@ def csbm(
     y = torch.arange(n_nodes) % n_classes
     probs = block_probs(n_classes, n_nodes / n_classes, mean_degree, homophily, pattern)
     edge_index = _sbm_edges(y, probs, seed)
-    g = torch.Generator().manual_seed(seed + 7919)
+    g = torch.Generator().manual_seed(seed + MEANS_SEED_OFFSET)
     means = torch.randn(n_classes, feat_dim, generator=g)
     means = class_sep * means / means.norm(dim=1, keepdim=True)
     x = means[y] + torch.randn(n_nodes, feat_dim, generator=g)
     return Graph(x=x, edge_index=edge_index, y=y)
 
 
+MEANS_SEED_OFFSET = 7919
+
+
+def class_means(n_classes: int, feat_dim: int, class_sep: float, seed: int) -> torch.Tensor:
+    """The class means mu_y that csbm(..., seed) draws (same generator, same order)."""
+    g = torch.Generator().manual_seed(seed + MEANS_SEED_OFFSET)
+    means = torch.randn(n_classes, feat_dim, generator=g)
+    return class_sep * means / means.norm(dim=1, keepdim=True)
+
+
+def generative_score(
+    graph: Graph, labels: torch.Tensor, means: torch.Tensor, probs: torch.Tensor, classes
+) -> torch.Tensor:
+    """Oracle knowledge: log-likelihood of each node under the true ID generator (reported only).
+
+    log sum_{c in classes} N(x_i; mu_c, I) prod_{j in N(i)} P[c, y_j], with the true labels of the
+    neighbours (`labels`) and the true SBM probabilities; the non-edge term is the same for every
+    class (every row of P has the same expected degree) and is dropped. It knows what the
+    detectors do not, but it is the ID density, not the likelihood ratio, so it is not an upper
+    bound for every shift (an interpolated feature vector can be *more* likely than a real one).
+    """
+    cls = torch.as_tensor(list(classes), dtype=torch.long)
+    x = graph.x.double()
+    feat = -0.5 * torch.cdist(x, means[cls].double().to(x.device)).pow(2)  # (n, |classes|)
+    logp = probs.clamp(min=1e-6).log().to(x.device)[cls][:, labels[graph.edge_index[1]]]  # (c, E)
+    edge = torch.zeros(graph.n, cls.numel(), dtype=torch.float64, device=x.device)
+    edge.index_add_(0, graph.edge_index[0], logp.T)
+    return torch.logsumexp(feat + edge, dim=1).float()
+
+
 def edge_homophily(edge_index: torch.Tensor, y: torch.Tensor) -> float:
-    """Fraction of edges joining nodes of the same class."""
-    return float((y[edge_index[0]] == y[edge_index[1]]).float().mean())
+    """Fraction of edges joining nodes of the same class (PyG's homophily, method='edge')."""
+    return float(homophily(edge_index, y, method="edge"))
 
 
 def density(graph: Graph) -> float:
@@ -140,26 +172,47 @@ def split(y: torch.Tensor, ood_classes: tuple[int, ...], train_frac: float, seed
 def load_npz(path: str | Path) -> Graph:
     """Read a graph in the .npz format of PyG's CitationFull / Amazon files (CSR arrays).
 
-    Keys: adj_data, adj_indices, adj_indptr, adj_shape; attr_matrix (dense) or attr_data,
-    attr_indices, attr_indptr, attr_shape (CSR); labels. Edges are symmetrised, self-loops dropped.
+    Keys: adj_data, adj_indices, adj_indptr, adj_shape, labels, and the features either as CSR
+    arrays attr_data, attr_indices, attr_indptr, attr_shape (read by PyG's `read_npz`, which also
+    binarises them, as CitationFull does) or as a dense attr_matrix (kept as stored). Edges are
+    symmetrised and self-loops dropped. Any unreadable or inconsistent file raises a one-line
+    ValueError naming the file.
     """
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ValueError(f"no such graph file: {path}")
-    with np.load(path, allow_pickle=False) as f:
-        missing = {"adj_indices", "adj_indptr", "adj_shape", "labels"} - set(f.files)
-        if missing:
-            raise ValueError(f"{path} lacks the keys {sorted(missing)} of the .npz graph format")
-        n = int(f["adj_shape"][0])
-        indptr, indices = f["adj_indptr"], f["adj_indices"]
-        rows = np.repeat(np.arange(n), np.diff(indptr))
-        if "attr_matrix" in f.files:
-            x = np.asarray(f["attr_matrix"], dtype=np.float32)
-        else:
-            x = np.zeros(tuple(f["attr_shape"]), dtype=np.float32)
-            a_rows = np.repeat(np.arange(x.shape[0]), np.diff(f["attr_indptr"]))
-            x[a_rows, f["attr_indices"]] = f["attr_data"]
-        labels = np.asarray(f["labels"], dtype=np.int64)
-    ei = torch.as_tensor(np.stack([rows, indices]), dtype=torch.long)
-    ei = to_undirected(ei[:, ei[0] != ei[1]], num_nodes=n)
-    return Graph(x=torch.as_tensor(x), edge_index=ei, y=torch.as_tensor(labels))
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path} is not a .npz graph file (not a zip archive)")
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            keys = set(f.files)
+            missing = {"adj_data", "adj_indices", "adj_indptr", "adj_shape", "labels"} - keys
+            csr_attr = {"attr_data", "attr_indices", "attr_indptr", "attr_shape"} <= keys
+            if not (csr_attr or "attr_matrix" in keys):
+                missing |= {"attr_matrix (or attr_data, attr_indices, attr_indptr, attr_shape)"}
+            if missing:
+                raise ValueError(f"lacks the keys {sorted(missing)} of the .npz graph format")
+            if csr_attr:
+                d = read_npz(str(path))
+                x, ei, y = d.x, d.edge_index, d.y
+            else:
+                n = int(f["adj_shape"][0])
+                rows = np.repeat(np.arange(n), np.diff(f["adj_indptr"]))
+                ei = torch.as_tensor(np.stack([rows, f["adj_indices"]]), dtype=torch.long)
+                ei = to_undirected(ei[:, ei[0] != ei[1]], num_nodes=n)
+                x = torch.as_tensor(np.asarray(f["attr_matrix"], dtype=np.float32))
+                y = torch.as_tensor(np.asarray(f["labels"], dtype=np.int64))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    except (OSError, EOFError, KeyError, IndexError, TypeError) as exc:  # not a readable .npz
+        raise ValueError(
+            f"{path} is not a readable .npz graph file ({type(exc).__name__})"
+        ) from None
+    y = y.reshape(-1).long()
+    if x.dim() != 2 or y.shape[0] != x.shape[0]:
+        raise ValueError(f"{path}: {tuple(y.shape)} labels for features of shape {tuple(x.shape)}")
+    if ei.numel() and (int(ei.max()) >= x.shape[0] or int(ei.min()) < 0):
+        raise ValueError(f"{path}: edges name nodes outside [0, {x.shape[0]})")
+    if int(y.min()) < 0:
+        raise ValueError(f"{path}: labels must be >= 0, found {int(y.min())}")
+    return Graph(x=x.float(), edge_index=ei, y=y)

@@ -14,15 +14,16 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
 
 
 def normalized_adjacency(edge_index: torch.Tensor, n: int) -> torch.Tensor:
-    """A_hat = D^-1/2 A D^-1/2 as a sparse (n, n) tensor, no self-loops; isolated rows are 0."""
-    row, col = edge_index
-    deg = torch.bincount(row, minlength=n).to(torch.float32)
-    inv_sqrt = torch.where(deg > 0, deg.clamp(min=1).rsqrt(), torch.zeros_like(deg))
-    values = inv_sqrt[row] * inv_sqrt[col]
-    return torch.sparse_coo_tensor(edge_index, values, (n, n), check_invariants=False).coalesce()
+    """A_hat = D^-1/2 A D^-1/2 (PyG's gcn_norm without self-loops) as a sparse (n, n) tensor.
+
+    The graph is undirected, so gcn_norm's in-degree is the degree; isolated rows are 0.
+    """
+    ei, values = gcn_norm(edge_index, None, n, add_self_loops=False)
+    return torch.sparse_coo_tensor(ei, values, (n, n), check_invariants=False).coalesce()
 
 
 def hop_features(x: torch.Tensor, adj: torch.Tensor, hops: int, beta: float) -> torch.Tensor:
@@ -50,17 +51,22 @@ class MultiHopEncoder(nn.Module):
 
 
 class EnergyHead(nn.Module):
-    """Conditional energy E(z; c) = MLP([z, rho c]): linear, ReLU, batch norm, linear (CE).
+    """Conditional energy E(z; c) = MLP([z, rho c]): linear, ReLU, batch norm, dropout, linear (CE).
 
-    With batch_norm=False the batch norm layer is left out (energy_bn = 'none').
+    With batch_norm=False the batch norm layer is left out (energy_bn = 'none'); dropout is 0 by
+    default (the official code uses 0.5, see README Deviations).
     """
 
-    def __init__(self, dim: int, hidden: int, rho: float, batch_norm: bool = True):
+    def __init__(
+        self, dim: int, hidden: int, rho: float, batch_norm: bool = True, dropout: float = 0.0
+    ):
         super().__init__()
         self.rho = rho
         in_dim = 2 * dim if rho != 0 else dim
         norm = nn.BatchNorm1d(hidden) if batch_norm else nn.Identity()
-        self.net = nn.Sequential(nn.Linear(in_dim, hidden), nn.ReLU(), norm, nn.Linear(hidden, 1))
+        self.net = nn.Sequential(
+            nn.Linear(in_dim, hidden), nn.ReLU(), norm, nn.Dropout(dropout), nn.Linear(hidden, 1)
+        )
 
     def forward(self, z: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
         if self.rho != 0:
@@ -90,6 +96,17 @@ def contrastive_divergence(e_data: torch.Tensor, e_sample: torch.Tensor, reg: fl
     return (e_data - e_sample).mean() + reg * (e_data.pow(2).mean() + e_sample.pow(2).mean())
 
 
+def dgi_loss(disc: nn.Linear, z: torch.Tensor, z_neg: torch.Tensor, c: torch.Tensor):
+    """DGI encoder loss: binary cross-entropy of (W z_i) . c, real nodes 1, shuffled ones 0.
+
+    Half of PyG's DeepGraphInfomax.loss with its weight set to W^T (tested): the official code
+    averages over the 2n logits, PyG sums the two means.
+    """
+    scores = torch.cat([disc(z) @ c, disc(z_neg) @ c])
+    labels = torch.cat([torch.ones(z.shape[0]), torch.zeros(z.shape[0])]).to(scores)
+    return F.binary_cross_entropy_with_logits(scores, labels)
+
+
 class DeGEM(nn.Module):
     """Encoder, DGI discriminator, energy head, linear classifier; readout state p, c; buffer."""
 
@@ -99,12 +116,13 @@ class DeGEM(nn.Module):
         self.encoder = MultiHopEncoder(in_dim, cfg.hidden, cfg.hops, cfg.dropout)
         self.disc = nn.Linear(cfg.hidden, cfg.hidden, bias=False)
         self.head = EnergyHead(
-            cfg.hidden, cfg.energy_hidden, cfg.rho, batch_norm=cfg.energy_bn != "none"
+            cfg.hidden, cfg.energy_hidden, cfg.rho, cfg.energy_bn != "none", cfg.energy_dropout
         )
         self.classifier = nn.Linear(cfg.hidden, n_classes)
         self.p: torch.Tensor | None = None
         self.register_buffer("c", torch.zeros(cfg.hidden))
         self.buffer: torch.Tensor | None = None
+        self.z: torch.Tensor | None = None
 
     def negatives(self, n: int) -> torch.Tensor:
         """SGLD negatives z~: 95% of chains restart from the replay buffer, the rest fresh."""
@@ -141,8 +159,17 @@ class DeGEM(nn.Module):
         e = self.head(torch.cat([z, self.negatives(n_samples)]), self.c)
         return e[: z.shape[0]], e[z.shape[0] :]
 
+    def head_loss(self, z: torch.Tensor, train_idx: torch.Tensor) -> torch.Tensor:
+        """Contrastive divergence of the energy head alone on fixed z and readout c (Eq. 3-5)."""
+        e_all, e_sample = self.energies(z.detach(), train_idx.numel())
+        return contrastive_divergence(e_all[train_idx], e_sample, self.cfg.reg)
+
     def loss(self, hops_x, x, adj, train_idx, y) -> dict[str, torch.Tensor]:
-        """One recurrent update (Alg. 1): energy MLE on detached z, DGI with ERo, classifier CE."""
+        """One recurrent update (Alg. 1): energy MLE on detached z, DGI with ERo, classifier CE.
+
+        p = softmax(-E) weights the readout c that the DGI loss uses; with cfg.readout_grad (the
+        official code) the DGI loss also trains the energy head through p.
+        """
         cfg = self.cfg
         z = self.encoder(hops_x)
         perm = torch.randperm(x.shape[0], device=x.device)
@@ -150,13 +177,13 @@ class DeGEM(nn.Module):
         self.c = energy_readout(z.detach(), self.p, cfg.gamma)
         e_all, e_sample = self.energies(z.detach(), train_idx.numel())
         l_energy = contrastive_divergence(e_all[train_idx], e_sample, cfg.reg)
-        self.p = torch.softmax(-e_all, dim=0).detach()
-        c = energy_readout(z, self.p, cfg.gamma)
-        scores = torch.cat([self.disc(z) @ c, self.disc(z_neg) @ c])
-        labels = torch.cat([torch.ones(z.shape[0]), torch.zeros(z.shape[0])]).to(scores)
-        l_dgi = F.binary_cross_entropy_with_logits(scores, labels)
+        p = torch.softmax(-e_all, dim=0)
+        self.p = p.detach()
+        c = energy_readout(z, p if cfg.readout_grad else self.p, cfg.gamma)
+        l_dgi = dgi_loss(self.disc, z, z_neg, c)
         l_cls = F.cross_entropy(self.classifier(z[train_idx]), y[train_idx])
         self.c = c.detach()
+        self.z = z.detach()  # for head-only steps after this update (cfg.head_steps > 1)
         total = l_energy + l_dgi + cfg.cls_weight * l_cls
         return {"loss": total, "energy": l_energy, "dgi": l_dgi, "cls": l_cls}
 

@@ -47,9 +47,32 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
+def paired_interval(a, b, level: float = 0.95) -> dict[str, Any]:
+    """Mean of the paired differences a - b over the same seeds, with a Student-t interval.
+
+    With one pair the interval is unknown (None): a claim that needs it then does not hold.
+    """
+    from scipy import stats
+
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    out: dict[str, Any] = {"mean": float(d.mean()), "values": [float(v) for v in d], "n": len(d)}
+    if len(d) < 2:
+        return {**out, "lo": None, "hi": None}
+    half = float(stats.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+    return {**out, "lo": out["mean"] - half, "hi": out["mean"] + half}
+
+
+def fmt_interval(d: dict[str, Any]) -> str:
+    """'+3.2 [95% CI -1.0, +7.4]' (or without the interval when it is unknown)."""
+    if d["lo"] is None:
+        return f"{d['mean']:+.2f} (one seed, no interval)"
+    return f"{d['mean']:+.2f} [95% CI {d['lo']:+.2f}, {d['hi']:+.2f}]"
+
+
+def claim(cid: str, statement: str, paper: str, ours: str, holds: bool, **extra) -> dict[str, Any]:
     """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    out = {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    return {**out, **extra}
 
 
 def git_commit() -> str | None:
@@ -77,6 +100,14 @@ def environment(device: str) -> dict[str, Any]:
         except ImportError:
             env[mod] = None
     env["device"] = device
+    for key in ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OMP_NUM_THREADS"):
+        env[key] = os.environ.get(key)
+    try:
+        import torch
+
+        env["cpu_capability"] = torch.backends.cpu.get_cpu_capability()
+    except ImportError:
+        env["cpu_capability"] = None
     return env
 
 

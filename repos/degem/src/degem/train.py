@@ -1,10 +1,14 @@
 """train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
 
-One run = one generated graph (cfg.homophily, cfg.pattern, cfg.seed), the paper's three OOD
-shifts, DeGEM and the GCN baselines (MSP, Energy, GNNSafe) trained on in-distribution data only,
-plus the LatentGauss reference (a Gaussian on DeGEM's embeddings of the training nodes).
-Model selection never sees OOD data: the GCN keeps its best validation-accuracy epoch, DeGEM its
-last epoch.
+One run = one graph (generated from cfg.homophily, cfg.pattern, cfg.seed, or read from
+cfg.graph_file), the paper's three OOD shifts, DeGEM and the GCN baselines (MSP, Energy, GNNSafe)
+trained on in-distribution data only, the LatentGauss reference (a Gaussian on DeGEM's embeddings
+of the training nodes), an untrained DeGEM (negative control) and, on generated graphs, the
+generative oracle (the true ID likelihood), and DistToReadout (minus the distance of DeGEM's z to
+its readout c: the radial score an energy learnt from far-away SGLD samples reduces to). Headline numbers never see OOD data: the GCN keeps its
+best validation-accuracy epoch and DeGEM its last epoch; DeGEM@val and DeGEM@test are the same
+training run with the epoch picked on ID validation data or, as the official main.py does, on test
+OOD AUROC (tracking.select_epochs).
 """
 
 from __future__ import annotations
@@ -25,15 +29,22 @@ from . import baselines, data
 from .config import Config, validate
 from .degem import DeGEM, hop_features, normalized_adjacency
 from .results import atomic_write_json
+from .tracking import EpochTracker, select_epochs
 
 METHODS = ("DeGEM", "DeGEM+prop", "LatentGauss", "GNNSafe", "Energy", "MSP")
-DEGEM_BASED = ("DeGEM", "DeGEM+prop", "LatentGauss")  # scored from DeGEM's trained encoder
+SELECTED = ("DeGEM@val", "DeGEM@test")  # DeGEM's -E at the epoch another rule picks
+CONTROLS = ("DeGEM[untrained]", "Oracle", "DistToReadout")  # control, oracle, diagnostic
+DEGEM_BASED = ("DeGEM", "DeGEM+prop", "LatentGauss", "DeGEM[untrained]", "DistToReadout")
 SHIFTS = ("structure", "feature", "label")
 
 
-def ood_metrics(score_id: torch.Tensor, score_ood: torch.Tensor) -> dict[str, float]:
-    """AUROC, AUPR (ID as positive) and FPR at 95% ID recall, in percent."""
-    s = np.concatenate([score_id.cpu().numpy(), score_ood.cpu().numpy()])
+def _np(a) -> np.ndarray:
+    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else np.asarray(a)
+
+
+def ood_metrics(score_id, score_ood) -> dict[str, float]:
+    """AUROC, AUPR (ID as positive) and FPR at 95% ID recall, in percent (tensors or arrays)."""
+    s = np.concatenate([_np(score_id), _np(score_ood)])
     lab = np.concatenate([np.ones(len(score_id)), np.zeros(len(score_ood))])
     fpr, tpr, _ = roc_curve(lab, s)
     return {
@@ -64,6 +75,10 @@ def fit_degem(
         parts = model.loss(hops_x, g.x, adj, train, g.y)
         parts["loss"].backward()
         opt.step()
+        for _ in range(cfg.head_steps - 1):  # parameters without a gradient are left alone
+            opt.zero_grad()
+            model.head_loss(model.z, train).backward()
+            opt.step()
         bar.set_postfix({k: f"{v.item():.3f}" for k, v in parts.items()})
         if on_epoch is not None:
             on_epoch(model, hops_x)
@@ -98,56 +113,114 @@ def fit_gcn(cfg: Config, g: data.Graph, train, val, n_classes: int) -> baselines
     return model.eval()
 
 
-def all_scores(cfg: Config, degem: DeGEM, gauss, gcn: baselines.GCN, g: data.Graph):
-    """Every method's per-node score on graph g, and the two models' logits.
+def all_scores(cfg: Config, models: dict, g: data.Graph) -> tuple[dict, dict]:
+    """Every method's per-node score on graph g, and the DeGEM / GCN / MLP logits.
 
-    gauss: (mean, precision) of DeGEM's embeddings of the training nodes (LatentGauss reference).
+    models: degem, untrained (a DeGEM at initialisation), gauss ((mean, precision) of DeGEM's
+    embeddings of the training nodes), gcn, mlp, and oracle (graph -> score) or None.
     """
-    e_score, d_logits, z = degem_outputs(degem, g)
-    with torch.no_grad():
-        logits = gcn(g.x, g.edge_index)
-    energy = baselines.energy_score(logits, cfg.temperature)
+    e_score, d_logits, z = degem_outputs(models["degem"], g)
     prop = (cfg.prop_layers, cfg.prop_alpha)
     scores = {
         "DeGEM": e_score,
         "DeGEM+prop": baselines.propagate_energy(e_score, g.edge_index, *prop),
-        "LatentGauss": baselines.gaussian_score(z, *gauss),
+        "LatentGauss": baselines.gaussian_score(z, *models["gauss"]),
+        "DistToReadout": -(z - models["degem"].c).norm(dim=1),  # diagnostic, see README
+    }
+    logits = {"DeGEM": d_logits}
+    if models["gcn"] is None:  # degem_only
+        return scores, logits
+    with torch.no_grad():
+        logits["GCN"] = models["gcn"](g.x, g.edge_index)
+        logits["MLP"] = models["mlp"](g.x, g.edge_index[:, :0])
+    energy = baselines.energy_score(logits["GCN"], cfg.temperature)
+    scores |= {
         "GNNSafe": baselines.propagate_energy(energy, g.edge_index, *prop),
         "Energy": energy,
-        "MSP": baselines.msp_score(logits),
+        "MSP": baselines.msp_score(logits["GCN"]),
+        "DeGEM[untrained]": degem_outputs(models["untrained"], g)[0],
     }
-    return scores, {"DeGEM": d_logits, "GCN": logits}
+    if models["oracle"] is not None:
+        scores["Oracle"] = models["oracle"](g)
+    return scores, logits
 
 
 def _accuracy(logits: torch.Tensor, y: torch.Tensor) -> float:
     return 100 * float((logits.argmax(1) == y).float().mean())
 
 
-def run_setting(cfg: Config, g: data.Graph, ood_classes: tuple[int, ...]):
-    """Train both models on the ID part of g; returns a scorer for any graph and ID accuracies."""
+def untrained_degem(cfg: Config, in_dim: int, n_classes: int, device) -> DeGEM:
+    """Negative control: DeGEM at initialisation (readout c = 0), drawn off the global stream."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed + 1)
+        return DeGEM(in_dim, n_classes, cfg).to(device).eval()
+
+
+@dataclasses.dataclass
+class Setting:
+    """One training run and its scores: graph name ('id' or a shift) -> method -> node scores."""
+
+    scores: dict[str, dict[str, torch.Tensor]]
+    test_id: torch.Tensor
+    test_ood: torch.Tensor
+    acc: dict[str, float]
+    tracker: EpochTracker
+
+
+def run_setting(
+    cfg, g: data.Graph, ood_classes, shifted: dict, oracle_params, degem_only: bool = False
+) -> Setting:
+    """Train every model (only DeGEM with degem_only) on the ID part of g, tracking DeGEM on g
+    and its shifted copies."""
     train, val, test_id, test_ood = data.split(g.y, ood_classes, cfg.train_frac, cfg.seed)
     id_classes = [c for c in range(cfg.n_classes) if c not in ood_classes]
     remap = torch.full((cfg.n_classes,), -1, dtype=torch.long, device=g.y.device)
     remap[id_classes] = torch.arange(len(id_classes), device=g.y.device)
-    g_id = dataclasses.replace(g, y=remap[g.y])
-    degem = fit_degem(cfg, g_id, train, len(id_classes))
-    gauss = baselines.gaussian_fit(degem_outputs(degem, g_id)[2][train])
-    gcn = fit_gcn(cfg, g_id, train, val, len(id_classes))
-    scores, logits = all_scores(cfg, degem, gauss, gcn, g_id)
-    acc = {k: _accuracy(v[test_id], g_id.y[test_id]) for k, v in logits.items()}
-    scorer = lambda other: all_scores(cfg, degem, gauss, gcn, other)[0]
-    return scorer, scores, test_id, test_ood, acc
+    graphs = {k: dataclasses.replace(v, y=remap[g.y]) for k, v in {"id": g, **shifted}.items()}
+    g_id = graphs["id"]
+    hops = {
+        k: hop_features(v.x, normalized_adjacency(v.edge_index, v.n), cfg.hops, cfg.beta)
+        for k, v in graphs.items()
+    }
+    tracker = EpochTracker(hops, {"train": train, "val": val, "test": test_id}, g_id.y, cfg.seed)
+    degem = fit_degem(cfg, g_id, train, len(id_classes), on_epoch=tracker)
+    no_edges = dataclasses.replace(g_id, edge_index=g_id.edge_index[:, :0])
+    models = {
+        "degem": degem,
+        "untrained": untrained_degem(cfg, g.x.shape[1], len(id_classes), g.x.device),
+        "gauss": baselines.gaussian_fit(degem_outputs(degem, g_id)[2][train]),
+        "gcn": None if degem_only else fit_gcn(cfg, g_id, train, val, len(id_classes)),
+        # the same GCN without edges: a feature-only MLP, for the ID accuracy it reaches
+        "mlp": None if degem_only else fit_gcn(cfg, no_edges, train, val, len(id_classes)),
+        "oracle": None
+        if oracle_params is None
+        else lambda gr: data.generative_score(gr, g.y, *oracle_params, id_classes),
+    }
+    out = {k: all_scores(cfg, models, v) for k, v in graphs.items()}
+    acc = {k: _accuracy(v[test_id], g_id.y[test_id]) for k, v in out["id"][1].items()}
+    return Setting({k: v[0] for k, v in out.items()}, test_id, test_ood, acc, tracker)
 
 
-def make_graphs(cfg: Config) -> tuple[data.Graph, dict[str, data.Graph]]:
-    """Seed torch, then build the ID graph and its structure / feature shifts on cfg.device."""
+def make_graphs(cfg: Config):
+    """Seed torch, then build the ID graph, its structure / feature shifts and the oracle's
+    generator parameters (None for a graph file) on cfg.device."""
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     dev = torch.device(cfg.device)
-    g = data.csbm(
-        cfg.n_nodes, cfg.n_classes, cfg.feat_dim, cfg.class_sep, cfg.mean_degree,
-        cfg.homophily, cfg.pattern, cfg.seed,
-    )  # fmt: skip
+    if cfg.graph_file:
+        g, oracle = data.load_npz(cfg.graph_file), None
+    else:
+        g = data.csbm(
+            cfg.n_nodes, cfg.n_classes, cfg.feat_dim, cfg.class_sep, cfg.mean_degree,
+            cfg.homophily, cfg.pattern, cfg.seed,
+        )  # fmt: skip
+        oracle = (
+            data.class_means(cfg.n_classes, cfg.feat_dim, cfg.class_sep, cfg.seed).to(dev),
+            data.block_probs(
+                cfg.n_classes, cfg.n_nodes / cfg.n_classes, cfg.mean_degree, cfg.homophily,
+                cfg.pattern,
+            ),
+        )  # fmt: skip
     g = data.check_graph(g, cfg.n_classes)
     shifted = {
         "structure": data.structure_shift(g, cfg.n_classes, cfg.seed),
@@ -157,30 +230,71 @@ def make_graphs(cfg: Config) -> tuple[data.Graph, dict[str, data.Graph]]:
     def to_dev(gr: data.Graph) -> data.Graph:
         return data.Graph(gr.x.to(dev), gr.edge_index.to(dev), gr.y.to(dev))
 
-    return to_dev(g), {k: to_dev(v) for k, v in shifted.items()}
+    return to_dev(g), {k: to_dev(v) for k, v in shifted.items()}, oracle
 
 
-def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """All methods on one generated graph and seed; returns flat '<method>/<metric>' numbers."""
-    validate(cfg)
+def resolve(cfg: Config) -> Config:
+    """Validate cfg; with a graph file, take n_classes from its labels first."""
+    if cfg.graph_file:
+        n_classes = int(data.load_npz(cfg.graph_file).y.max()) + 1
+        cfg = dataclasses.replace(cfg, n_classes=n_classes)
+    return validate(cfg)
+
+
+def train_and_evaluate(cfg: Config, workdir: str | Path, degem_only: bool = False) -> dict:
+    """All methods on one graph and seed; returns flat '<method>/<metric>' numbers.
+
+    degem_only skips the GCN baselines (the bench's DeGEM ablations). Also writes
+    workdir/trace.json: DeGEM's per-epoch log and AUROC curves (diagnostics).
+    """
+    cfg = resolve(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    g, shifted = make_graphs(cfg)
-    per_shift: dict[str, dict[str, torch.Tensor | tuple]] = {}
-    scorer, id_scores, test_id, _, acc = run_setting(cfg, g, ())
-    for shift, g_ood in shifted.items():
-        ood_scores = scorer(g_ood)
-        per_shift[shift] = {m: (id_scores[m][test_id], ood_scores[m][test_id]) for m in METHODS}
-    _, lbl_scores, lbl_id, lbl_ood, _ = run_setting(cfg, g, tuple(cfg.ood_classes))
-    per_shift["label"] = {m: (lbl_scores[m][lbl_id], lbl_scores[m][lbl_ood]) for m in METHODS}
-    metrics: dict[str, float] = {"graph/edge_homophily": data.edge_homophily(g.edge_index, g.y)}
-    for m in METHODS:
-        for shift in SHIFTS:
-            for key, val in ood_metrics(*per_shift[shift][m]).items():
+    g, shifted, oracle = make_graphs(cfg)
+    first = run_setting(cfg, g, (), shifted, oracle, degem_only)
+    label = run_setting(cfg, g, tuple(cfg.ood_classes), {}, oracle, degem_only)
+    where = {s: (first, "id", first.test_id, s, first.test_id) for s in shifted}
+    where["label"] = (label, "id", label.test_id, "id", label.test_ood)
+    methods = list(first.scores["id"])
+    metrics: dict[str, float] = {
+        "graph/edge_homophily": data.edge_homophily(g.edge_index, g.y),
+    }
+    if not degem_only:
+        metrics["graph/gcn_acc"], metrics["graph/mlp_acc"] = first.acc["GCN"], first.acc["MLP"]
+    for m in methods:
+        for shift, (st, gi, ni, go, no) in where.items():
+            pair = (st.scores[gi][m][ni], st.scores[go][m][no])
+            for key, val in ood_metrics(*pair).items():
                 metrics[f"{m}/{shift}_{key}"] = val
+        metrics[f"{m}/id_acc"] = first.acc["DeGEM" if m in DEGEM_BASED else "GCN"]
+    sel = {
+        "first": select_epochs(first.tracker, {s: w[1:] for s, w in where.items() if s != "label"}),
+        "label": select_epochs(label.tracker, {"label": where["label"][1:]}),
+    }
+    for rule in ("val", "test"):
+        m = f"DeGEM@{rule}"
+        for shift, (st, gi, ni, go, no) in where.items():
+            t = sel["label" if shift == "label" else "first"]["epochs"][shift][rule]
+            pair = (st.tracker.scores[gi][t][ni], st.tracker.scores[go][t][no])
+            for key, val in ood_metrics(*pair).items():
+                metrics[f"{m}/{shift}_{key}"] = val
+            metrics[f"{m}/{shift}_epoch"] = float(t + 1)
+        metrics[f"{m}/id_acc"] = first.tracker.log["test_acc"][
+            sel["first"]["epochs"]["structure"][rule]
+        ]
+    for m in (*methods, *SELECTED):
         metrics[f"{m}/avg_auroc"] = float(np.mean([metrics[f"{m}/{s}_auroc"] for s in SHIFTS]))
-        metrics[f"{m}/id_acc"] = acc["DeGEM" if m in DEGEM_BASED else "GCN"]
+    log = first.tracker.log
+    metrics["DeGEM/diag_p_ess"] = log["p_ess"][-1]
+    metrics["DeGEM/diag_corr_e_dist_c"] = log["corr_e_dist_c"][-1]
+    metrics["DeGEM/diag_buffer_below_train"] = float(
+        np.mean(np.asarray(log["e_buffer"]) < np.asarray(log["e_train"]))
+    )
+    metrics["DeGEM/diag_norm_ratio"] = log["norm_buffer"][-1] / log["norm_data"][-1]
+    trace = {**log, **{f"auroc_{s}": c.tolist() for s, c in sel["first"]["curves"].items()}}
+    trace["auroc_label"] = sel["label"]["curves"]["label"].tolist()
+    atomic_write_json(workdir / "trace.json", trace)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
