@@ -25,6 +25,8 @@ TINY = {
     "pref_steps": 2,
     "pref_batch": 4,
     "n_eval": 8,
+    "n_val": 8,
+    "n_boot": 50,
     "seeds": (0,),
     "perf_repeats": 0,
     "quiet": True,

@@ -17,7 +17,7 @@ from tpo.evaluation import (
     tree_batch,
 )
 from tpo.policy import build_policy
-from tpo.tree_loss import asr_weights, plr_loss, step_similarity
+from tpo.tree_loss import pair_step_similarity, plr_loss, step_similarity
 
 TOK = Tokenizer(5)
 GOLD = "S 1 + 2 = 3 S 3 * 2 = 1 S 1 - 4 = 2 A 2"
@@ -110,10 +110,10 @@ def test_asr_on_model_states_shared_steps_have_cosine_one():
     assert torch.allclose(cos[1, :2], torch.ones(2), atol=1e-5)  # shares steps 0 and 1
     assert torch.allclose(cos[2, :1], torch.ones(1), atol=1e-5)  # shares step 0
     assert cos[2, 2] < 1 - 1e-4 and cos[3, 2] < 1 - 1e-4  # later steps follow other values
-    w = asr_weights(cos[None], valid, "paper")[0]
-    assert w[2, 2] > w[2, 0]  # paper direction: the differing step weighs more
-    w_code = asr_weights(cos[None], valid, "code")[0]
-    assert w_code[2, 2] < w_code[2, 0]  # official loss.py: the reverse
+    pair = pair_step_similarity(states.view(1, 4, k, -1), valid)[0]
+    assert torch.allclose(pair[0], cos)  # row 0 of the pairwise cosines is the gold's
+    assert torch.allclose(pair, pair.transpose(0, 1))
+    assert pair[1, 2, 0] == pytest.approx(1.0, abs=1e-5)  # siblings 1 and 2 share step 0
 
 
 def test_one_response_or_non_finite_scores_are_clear_errors_in_the_loss():

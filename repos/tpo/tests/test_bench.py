@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
+
 from tpo.bench import run_bench
+from tpo.config import METHODS, PRESETS
+from tpo.results import paired_interval
+
+from .conftest import TINY
+
+CLAIM_IDS = (
+    "tpo-accuracy-gt-dpo",
+    "tpo-ood-accuracy-gt-dpo",
+    "tpo-ranks-better-than-dpo",
+    "asr-raises-accuracy",
+    "asr-raises-sibling-margin",
+)
 
 
 def test_bench_writes_schema(tiny):
@@ -25,8 +40,42 @@ def test_bench_writes_schema(tiny):
         assert key in doc
     assert len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {c["id"] for c in doc["claims"]} >= {"tpo-accuracy-ge-dpo", "asr-raises-sibling-margin"}
-    assert (Path(tiny.results_dir) / "figures" / "quick_metrics.png").exists()
+    assert {c["id"] for c in doc["claims"]} == set(CLAIM_IDS)
+    for c in doc["claims"]:  # every claim carries its paired interval and negative control
+        iv, ctrl = c["interval"], c["control"]
+        assert iv["lo"] <= iv["diff"] <= iv["hi"] and c["holds"] == (iv["lo"] > 0)
+        assert ctrl["method"] == "tpo_shuffled" and ctrl["passes_test"] == (
+            ctrl["interval"]["lo"] > 0
+        )
+    assert (Path(tiny.results_dir) / "figures" / "quick-metrics.png").exists()
+
+
+def test_paper_preset_at_tiny_size_tunes_every_method_on_the_same_grid(tmp_path):
+    """The paper preset's code path (beta grid on validation problems, all methods, 2 seeds)."""
+    shrink = {**TINY, "seeds": (0, 1), "curve_every": 1}
+    cfg = dataclasses.replace(
+        PRESETS["paper"], out=str(tmp_path / "runs"), results_dir=str(tmp_path / "res"), **shrink
+    )
+    assert PRESETS["paper"].pref_steps >= 300 and PRESETS["paper"].n_eval >= 600
+    assert len(PRESETS["paper"].seeds) >= 3 and len(PRESETS["paper"].beta_grid) >= 2
+    doc = run_bench(cfg)
+    assert doc["mode"] == "paper" and {c["id"] for c in doc["claims"]} == set(CLAIM_IDS)
+    tuning = doc["tuning"]
+    assert set(tuning["chosen"]) == set(METHODS) - {"sft"}
+    assert all(set(v) == {"0.1", "0.5"} for v in tuning["val_acc"].values())
+    assert [step for step, _ in doc["val_curves"]["tpo"]["0.5"]] == [1, 2]
+    assert (tmp_path / "res" / "paper.json").exists()
+    assert (tmp_path / "res" / "figures" / "paper-metrics.png").exists()
+
+
+def test_paired_interval_covers_a_known_difference_and_resamples_within_seeds():
+    rng = np.random.default_rng(0)
+    a = [rng.normal(0.3, 1.0, 400) for _ in range(3)]
+    b = [x - 0.3 + rng.normal(0, 0.1, 400) for x in a]
+    iv = paired_interval(a, b, n_boot=500)
+    assert iv["lo"] < 0.3 < iv["hi"] and iv["n"] == 1200
+    same = paired_interval(a, a, n_boot=100)
+    assert same["diff"] == same["lo"] == same["hi"] == 0.0
 
 
 def test_plr_matches_trl_dpo_loss_on_a_model_batch():

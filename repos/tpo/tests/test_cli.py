@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
+import torch
 
 from tpo.cli import main
 
@@ -34,6 +35,33 @@ def test_help_lists_commands(capsys):
 def test_misuse_exits_2_with_message(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"prompt": "x 1 + 1 ?", "responses": [', "not valid JSON"),
+        (
+            '{"prompt": "x 1 + 1 ?", "responses": ["S 1 + 1 = 2 A 2", "S 9 A 9"], "scores": [1, 0]}',
+            "unknown token '9'",
+        ),
+        ('["S 1 A 1"]', "expected a JSON object"),
+    ],
+)
+def test_bad_trees_file_fails_before_training_naming_the_file(line, message, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line + "\n")
+    out = tmp_path / "run"
+    assert main(["train", "--trees", str(bad), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and str(bad) in err and err.count("\n") == 1
+    assert not (out / "sft.safetensors").exists()  # nothing was trained
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
+def test_cuda_device_without_cuda_is_a_clear_error(capsys):
+    assert main(["train", "--device", "cuda"]) == 2
+    assert "torch sees no CUDA device" in capsys.readouterr().err
 
 
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):

@@ -21,6 +21,16 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     assert evaluate(tmp_path / "run") == metrics
 
 
+def test_curve_every_records_validation_accuracy_without_changing_the_run(tiny, tmp_path):
+    plain = train_and_evaluate(dataclasses.replace(tiny, pref_steps=4), tmp_path / "a")
+    traced = train_and_evaluate(
+        dataclasses.replace(tiny, pref_steps=4, curve_every=2), tmp_path / "b"
+    )
+    assert traced == plain
+    curve = json.loads((tmp_path / "b" / "curve.json").read_text())["val_acc"]
+    assert [step for step, _ in curve] == [2, 4] and all(0 <= acc <= 1 for _, acc in curve)
+
+
 def test_same_seed_same_numbers(tiny, tmp_path):
     assert train_and_evaluate(tiny, tmp_path / "a") == train_and_evaluate(tiny, tmp_path / "b")
 

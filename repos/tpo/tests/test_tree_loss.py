@@ -11,10 +11,12 @@ from scipy.stats import kendalltau
 
 from tpo.baselines import dpo_gold_vs_worst, dpo_loss
 from tpo.tree_loss import (
+    asr_pair_margins,
     asr_rewards,
     current_ranks,
     gains,
     lambda_weights,
+    pair_step_similarity,
     plr_loss,
     step_similarity,
     tpo_loss,
@@ -72,17 +74,17 @@ def test_ties_give_no_gradient():
     assert lam[0, 1, 2] == 0 and lam[0, 2, 1] == 0
 
 
-@pytest.mark.parametrize("use_asr", [False, True])
-def test_raising_top_response_lowers_the_loss(use_asr):
+@pytest.mark.parametrize("asr", [None, "paper", "code", "anchor"])
+def test_raising_top_response_lowers_the_loss(asr):
     g = torch.Generator().manual_seed(3)
     scores = torch.tensor([[10.0, 100.0, -30.0, 55.0]], dtype=torch.float64)
     steps = torch.randn(1, 4, 3, generator=g, dtype=torch.float64)
     states = torch.randn(1, 4, 3, 8, generator=g, dtype=torch.float64)
-    valid = torch.ones(1, 4, 3, dtype=torch.bool)
+    counts = torch.full((1, 4, 3), 5.0, dtype=torch.float64)
 
     def loss(s):
-        if use_asr:
-            return tpo_loss(s, states, valid, scores, beta=0.5)
+        if asr:
+            return tpo_loss(s, states, counts, scores, beta=0.5, asr=asr)
         return plr_loss(0.5 * s.sum(-1), scores)
 
     raised = steps.clone()
@@ -96,23 +98,106 @@ def test_identical_steps_have_cosine_one_and_equal_weights_give_plain_rewards():
     valid = torch.ones(1, 3, 3, dtype=torch.bool)
     cos = step_similarity(h, valid, anchor=torch.tensor([0]))
     assert torch.allclose(cos, torch.ones_like(cos))
+    assert torch.allclose(pair_step_similarity(h, valid), torch.ones(1, 3, 3, 3, dtype=h.dtype))
     steps = torch.randn(1, 3, 3, generator=g, dtype=torch.float64)
+    counts = torch.tensor([[[4.0, 5.0, 2.0]] * 3], dtype=torch.float64)
     scores = torch.tensor([[100.0, 0.0, -50.0]], dtype=torch.float64)
-    for direction in ("paper", "code"):
-        r = asr_rewards(steps, h, valid, scores, beta=0.5, direction=direction)
-        assert torch.allclose(r, 0.5 * steps.sum(-1), rtol=1e-12, atol=0)
+    plain = 0.5 * steps.sum(-1)
+    margins = asr_pair_margins(steps, h, valid, beta=0.5)
+    assert torch.allclose(margins, plain[:, :, None] - plain[:, None, :], rtol=1e-12, atol=1e-15)
+    anchor = asr_rewards(steps, h, counts, scores, beta=0.5, variant="anchor")
+    assert torch.allclose(anchor, plain, rtol=1e-12, atol=0)
+    # official loss.py: equal weights give the mean over steps of each step's token-mean
+    code = asr_rewards(steps, h, counts, scores, beta=0.5, variant="code")
+    assert torch.allclose(code, 0.5 * (steps / counts).mean(-1), rtol=1e-12, atol=0)
 
 
-def test_asr_paper_direction_upweights_the_differing_step():
+def _two_responses_split_at_step_2():
     h = torch.zeros(1, 2, 3, 2, dtype=torch.float64)
     h[..., 0] = 1.0
-    h[0, 1, 2] = torch.tensor([0.0, 1.0])  # response 1 departs from the gold at step 2
+    h[0, 1, 2] = torch.tensor([0.6, 0.8])  # response 1 departs from the gold at step 2
     valid = torch.ones(1, 2, 3, dtype=torch.bool)
-    steps = torch.tensor([[[0.0, 0.0, 0.0], [0.0, 0.0, -1.0]]], dtype=torch.float64)
+    steps = torch.tensor([[[0.2, -0.1, 0.0], [0.2, -0.1, -1.0]]], dtype=torch.float64)
+    return h, valid, steps
+
+
+def test_paper_asr_moves_the_margin_onto_the_step_where_siblings_differ():
+    h, valid, steps = _two_responses_split_at_step_2()
+    margins = asr_pair_margins(steps, h, valid, beta=1.0)
+    # shared steps have equal log-ratios and add nothing; the differing step's weight is
+    # (1 - 0.6 + 0.1) / mean(0.1, 0.1, 0.5) = 0.5 / (0.7 / 3)
+    assert float(margins[0, 0, 1]) == pytest.approx(1.0 * 0.5 / (0.7 / 3))
+    assert torch.allclose(margins, -margins.transpose(1, 2))
+    counts = torch.full((1, 2, 3), 5.0, dtype=torch.float64)
     scores = torch.tensor([[100.0, -100.0]], dtype=torch.float64)
-    paper = asr_rewards(steps, h, valid, scores, beta=1.0, direction="paper")
-    code = asr_rewards(steps, h, valid, scores, beta=1.0, direction="code")
-    assert paper[0, 1] < -1.0 < code[0, 1]  # plain reward is -1; paper amplifies, code damps
+    code = asr_rewards(steps, h, counts, scores, beta=1.0, variant="code")
+    assert float(code[0, 0] - code[0, 1]) < 1.0  # official weights damp the differing step
+
+
+def test_paper_asr_gradient_raises_better_and_lowers_worse_responses_on_every_step():
+    """The pairwise form gives both responses of a pair the same step weights, so no step of the
+    best response is ever pushed down (the per-response form can: its weights differ)."""
+    g = torch.Generator().manual_seed(5)
+    steps = torch.randn(2, 5, 4, generator=g, dtype=torch.float64, requires_grad=True)
+    states = torch.randn(2, 5, 4, 8, generator=g, dtype=torch.float64)
+    counts = torch.full((2, 5, 4), 5.0, dtype=torch.float64)
+    scores = torch.tensor([[100.0, 40.0, -10.0, -60.0, -100.0]] * 2, dtype=torch.float64)
+    tpo_loss(steps, states, counts, scores, beta=0.5, asr="paper").backward()
+    assert bool((steps.grad[:, 0] <= 0).all()) and bool((steps.grad[:, -1] >= 0).all())
+
+
+def test_training_on_a_shared_prefix_tree_raises_the_gold_for_every_variant():
+    """Stability on a tree-structured toy policy: responses share prefix steps (one parameter per
+    tree node, as an LM shares the prefix's log-probs), each node also has an unlisted
+    alternative. 300 Adam steps of every loss must raise the gold's log-probability; PLR and the
+    paper's pairwise ASR must rank the five responses in score order (the official ASR's reward is
+    a mean of step token-means, not log pi(y|x), so its order is not checked)."""
+    resp = ["aaaa", "aabb", "accc", "aaaw", "dddd"]
+    scores = torch.tensor([[100.0, 40.0, -10.0, -60.0, -100.0]], dtype=torch.float64)
+    nodes = {r[: k + 1]: None for r in resp for k in range(4)}
+    index = {node: i for i, node in enumerate(nodes)}
+    kids: dict[str, list[str]] = {}
+    for node in nodes:
+        kids.setdefault(node[:-1], []).append(node)
+    emb = torch.randn(
+        len(nodes), 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+    )
+    states = torch.stack([torch.stack([emb[index[r[: k + 1]]] for k in range(4)]) for r in resp])
+    counts = torch.full((1, 5, 4), 5.0, dtype=torch.float64)
+
+    def step_logps(theta):
+        rows = []
+        for r in resp:
+            row = []
+            for k in range(4):
+                sib = kids[r[:k]]
+                logits = torch.cat([theta[[index[s] for s in sib]], theta.new_zeros(1)])
+                row.append(torch.log_softmax(logits, 0)[sib.index(r[: k + 1])])
+            rows.append(torch.stack(row))
+        return torch.stack(rows)
+
+    ref = step_logps(torch.zeros(len(nodes), dtype=torch.float64)).detach()
+    for asr in (None, "paper", "code", "anchor"):
+        theta = torch.zeros(len(nodes), dtype=torch.float64, requires_grad=True)
+        opt = torch.optim.Adam([theta], lr=0.1)
+        for _ in range(300):
+            ratio = (step_logps(theta) - ref)[None]
+            if asr is None:
+                loss = plr_loss(0.5 * ratio.sum(-1), scores)
+            else:
+                loss = tpo_loss(ratio, states[None], counts, scores, 0.5, asr)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        logp = step_logps(theta.detach()).sum(-1)
+        assert logp[0] > ref.sum(-1)[0] + 1.0, asr
+        tau = kendalltau(logp.numpy(), scores[0].numpy()).statistic
+        if asr in (None, "paper"):
+            assert tau == pytest.approx(1.0), asr
+        elif asr == "anchor":
+            # first-pass ASR discounts the steps a response shares with the best one, so the
+            # wrong trajectory that copies three gold steps ("aaaw") overtakes a better branch
+            assert logp[3] > logp[2] and tau < 1.0
 
 
 def test_tpo_orders_five_arms_while_dpo_orders_only_extremes():

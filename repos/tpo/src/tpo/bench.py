@@ -1,8 +1,10 @@
-"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics."""
+"""Benchmark: every method over the preset's seeds on the same trees and test problems, claims
+computed from paired per-item differences with a bootstrap interval and a negative control."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from pathlib import Path
 
@@ -10,52 +12,142 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import numpy as np
 
-from .config import METHODS, Config, validate
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import Stage, prepare, run_method
+from .config import Config, validate
+from .evaluation import greedy_hits
+from .results import (
+    atomic_write_json,
+    claim,
+    paired_interval,
+    results_document,
+    save_figure,
+    summarize,
+)
+from .train import Stage, measure, prepare, summary, trained_policy
 
 PAPER = "tpo"
-NDCG_MARGIN = 0.02
-"""'Clearly ahead' on NDCG: TPO's mean NDCG@N exceeds DPO's by at least this much."""
-TAU_MARGIN = 0.1
-"""'Clearly ahead' on Kendall tau: TPO's mean tau exceeds DPO's by at least this much."""
+CONTROL = "tpo_shuffled"
+"""Negative control: TPO trained on scores shuffled within each tree; every claim's test, applied
+to it in place of TPO, must fail for the claim to count as evidence."""
+LOSS_RTOL = 1e-5
+"""PLR at list size 2 must equal trl's DPO loss to this relative tolerance (float32)."""
 
 
-def claims_from(metrics: dict) -> list[dict]:
-    def mean(method: str, key: str) -> float:
-        return metrics[method][key]["mean"]
+def tune_betas(stage: Stage, cfg: Config, curves: dict) -> tuple[dict, dict]:
+    """The same beta grid for every preference method on the first seed: the beta with the best
+    validation accuracy wins (ties: the first). Returns the record and the trained policies;
+    validation-accuracy curves go into curves[method][beta]."""
+    if not cfg.beta_grid:
+        record = {"grid": [cfg.beta], "chosen": {m: cfg.beta for m in cfg.methods}}
+        return record | {"note": "no tuning: one beta for every method"}, {}
+    chosen, val_acc, policies = {}, {}, {}
+    for method in cfg.methods:
+        if method == "sft":
+            continue
+        val_acc[method] = {}
+        for beta in cfg.beta_grid:
+            curve = curves.setdefault(method, {}).setdefault(str(beta), [])
+            policy = trained_policy(stage, method, dataclasses.replace(cfg, beta=beta), curve)
+            policies[method, beta] = policy
+            val_acc[method][str(beta)] = float(greedy_hits(policy, stage.tok, stage.val).mean())
+        chosen[method] = max(cfg.beta_grid, key=lambda b, m=method: val_acc[m][str(b)])
+    record = {"grid": list(cfg.beta_grid), "n_val": cfg.n_val, "val_acc": val_acc}
+    return record | {"chosen": chosen}, policies
 
-    acc = {k: (mean("tpo", k), mean("dpo", k)) for k in ("acc_id", "acc_ood")}
-    rank = {k: (mean("tpo", k), mean("dpo", k)) for k in ("ndcg", "kendall_tau")}
-    margin = (mean("tpo", "sibling_margin"), mean("tpo_plr", "sibling_margin"))
+
+def _interval(items: dict, a: str, b: str, key: str, n_boot: int) -> dict[str, float]:
+    return paired_interval(items[a][key], items[b][key], n_boot)
+
+
+def _fmt(iv: dict[str, float]) -> str:
+    return f"{iv['diff']:+.3f} [{iv['lo']:+.3f}, {iv['hi']:+.3f}]"
+
+
+def paired_claim(
+    items: dict,
+    cid: str,
+    statement: str,
+    paper: str,
+    method: str,
+    baseline: str,
+    key: str,
+    n_boot: int,
+) -> dict:
+    """Holds when the 95% interval of the paired difference method - baseline lies above 0; the
+    same test on the negative control (CONTROL in place of method) is reported next to it."""
+    iv = _interval(items, method, baseline, key, n_boot)
+    ctrl = _interval(items, CONTROL, baseline, key, n_boot)
+    means = [float(np.nanmean(np.concatenate(items[m][key]))) for m in (method, baseline)]
+    ours = (
+        f"{key} {means[0]:.3f} vs {means[1]:.3f}; paired diff {_fmt(iv)} (n={iv['n']}); "
+        f"control {CONTROL} - {baseline}: {_fmt(ctrl)}"
+    )
+    return claim(
+        cid,
+        statement + " (fails if the 95% paired interval of the difference reaches 0 or below)",
+        paper,
+        ours,
+        iv["lo"] > 0,
+        interval=iv,
+        control={"method": CONTROL, "interval": ctrl, "passes_test": ctrl["lo"] > 0},
+    )
+
+
+def claims_from(items: dict, n_boot: int) -> list[dict]:
     return [
-        claim(
-            "tpo-accuracy-ge-dpo",
-            "TPO's greedy accuracy is at least DPO's, in and out of distribution (mean of seeds)",
-            "TPO > DPO on all 5 LLMs and 4 in-distribution math sets, and on OOD code/reasoning",
-            "in-dist {:.3f} vs {:.3f}; out-of-dist {:.3f} vs {:.3f}".format(
-                *acc["acc_id"], *acc["acc_ood"]
-            ),
-            all(t >= d for t, d in acc.values()),
+        paired_claim(
+            items,
+            "tpo-accuracy-gt-dpo",
+            "TPO's greedy accuracy on in-distribution test problems exceeds DPO's, paired over "
+            "seeds and problems",
+            "TPO > DPO on all 5 LLMs and all 4 in-distribution math sets (MATH, SVAMP, ASDiv, "
+            "GSM-Plus), gains of a few points",
+            "tpo",
+            "dpo",
+            "acc_id",
+            n_boot,
         ),
-        claim(
+        paired_claim(
+            items,
+            "tpo-ood-accuracy-gt-dpo",
+            "TPO's greedy accuracy on longer, out-of-distribution chains exceeds DPO's",
+            "TPO > DPO out of distribution (HumanEval, MBPP, BBH, MMLU)",
+            "tpo",
+            "dpo",
+            "acc_ood",
+            n_boot,
+        ),
+        paired_claim(
+            items,
             "tpo-ranks-better-than-dpo",
-            f"TPO is ahead of DPO on held-out trees by >= {NDCG_MARGIN} NDCG@N and "
-            f">= {TAU_MARGIN} Kendall tau (implicit reward vs judge score)",
-            "PLR learns the whole ranked list; DPO sees only one pair (no number reported)",
-            "NDCG {:.3f} vs {:.3f}; tau {:.3f} vs {:.3f}".format(
-                *rank["ndcg"], *rank["kendall_tau"]
-            ),
-            rank["ndcg"][0] - rank["ndcg"][1] >= NDCG_MARGIN
-            and rank["kendall_tau"][0] - rank["kendall_tau"][1] >= TAU_MARGIN,
+            "TPO's implicit reward ranks held-out tree responses better than DPO's (per-tree "
+            "NDCG@N against the judge scores)",
+            "PLR learns the whole ranked list; DPO one pair (no number reported)",
+            "tpo",
+            "dpo",
+            "ndcg",
+            n_boot,
         ),
-        claim(
+        paired_claim(
+            items,
+            "asr-raises-accuracy",
+            "adding ASR to PLR raises in-distribution greedy accuracy (TPO vs TPO w/o ASR)",
+            "ablation: TPO above TPO w/o ASR",
+            "tpo",
+            "tpo_plr",
+            "acc_id",
+            n_boot,
+        ),
+        paired_claim(
+            items,
             "asr-raises-sibling-margin",
-            "adding ASR raises the reward margin between siblings that share a prefix (vs PLR only)",
-            "ASR enlarges margins on shared sub-trajectories (ablation: TPO > TPO w/o ASR)",
-            "{:.3f} vs {:.3f}".format(*margin),
-            margin[0] > margin[1],
+            "adding ASR raises the reward margin between held-out siblings that share a prefix",
+            "ASR increases the relative reward margin on shared sub-trajectories (no number)",
+            "tpo",
+            "tpo_plr",
+            "sibling_margin",
+            n_boot,
         ),
     ]
 
@@ -69,34 +161,35 @@ def performance(stage: Stage, cfg: Config) -> list[dict]:
     worst = [t.responses[min(range(len(t.scores)), key=t.scores.__getitem__)] for t in trees]
     batch = pair_batch(stage.tok, [t.prompt for t in trees], best, worst)
     res = compare_with_trl(stage.sft, stage.tok, batch, cfg.beta, cfg.perf_repeats)
+    gap = abs(res["ours_loss"] - res["peer_loss"]) / abs(res["peer_loss"])
     return [
         {
             "id": "plr-n2-vs-trl-dpo",
             "what": f"loss+backward (policy and reference forward) on {len(trees)} preference "
-            f"pairs, GPT-2 {cfg.n_layer}x{cfg.d_model}, CPU",
-            "ours_s": res["ours_s"],
+            f"pairs, GPT-2 {cfg.n_layer}x{cfg.d_model}, CPU; PLR at N = 2 and trl's DPO loss "
+            f"agree to a relative gap of {gap:.1e} (tolerance {LOSS_RTOL})",
+            "unit": "s",
+            "higher_is_better": False,
+            "ours_value": res["ours_s"],
             "peer": "trl 1.16.0 DPOTrainer._compute_loss (sigmoid DPO)",
-            "peer_s": res["peer_s"],
-            "ratio": res["ours_s"] / res["peer_s"],
+            "peer_value": res["peer_s"],
             "ours_loss": res["ours_loss"],
             "peer_loss": res["peer_loss"],
+            "loss_gap_ok": gap <= LOSS_RTOL,
         }
     ]
 
 
-LOSS_RTOL = 1e-5
-"""PLR at list size 2 must equal trl's DPO loss to this relative tolerance (float32)."""
-
-
 def plot(metrics: dict, path: Path) -> None:
     keys = ("acc_id", "acc_ood", "ndcg", "kendall_tau", "sibling_margin")
-    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.2))
+    methods = list(metrics)
+    fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.4))
     for ax, key in zip(axes, keys, strict=True):
-        means = [metrics[m][key]["mean"] for m in METHODS]
-        stds = [metrics[m][key]["std"] for m in METHODS]
-        ax.bar(METHODS, means, yerr=stds, color=["0.6", "C0", "C1", "C2", "C3"], capsize=3)
+        means = [metrics[m][key]["mean"] for m in methods]
+        stds = [metrics[m][key]["std"] for m in methods]
+        ax.bar(methods, means, yerr=stds, color=[f"C{i}" for i in range(len(methods))], capsize=3)
         ax.set_title(key)
-        ax.tick_params(axis="x", rotation=45)
+        ax.tick_params(axis="x", rotation=60)
     fig.tight_layout()
     save_figure(fig, path)
     plt.close(fig)
@@ -105,31 +198,41 @@ def plot(metrics: dict, path: Path) -> None:
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
-    per_method: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
+    items: dict[str, dict[str, list[np.ndarray]]] = {m: {} for m in cfg.methods}
+    per_seed: dict[str, dict[str, list[float]]] = {m: {} for m in cfg.methods}
+    seconds: dict[str, float] = {}
+    tuning: dict = {}
+    curves: dict = {}
     for n, seed in enumerate(cfg.seeds):
         # one SFT policy (trained with the first seed) serves every seed: the seeds vary tree
         # sampling, preference training and test problems, and the methods compare paired
         run_cfg = dataclasses.replace(cfg, seed=seed, resume=cfg.resume or n > 0)
+        t0 = time.perf_counter()
         stage = prepare(run_cfg, Path(cfg.out), sft_seed=cfg.seeds[0])
-        for name in METHODS:
-            workdir = Path(cfg.out) / f"seed{seed}" / name
-            for key, value in run_method(stage, name, run_cfg, workdir).items():
-                per_method[name].setdefault(key, []).append(value)
-    metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    plot(metrics, Path(cfg.results_dir) / "figures" / f"{cfg.name}_metrics.png")
-    claims = claims_from(metrics)
+        seconds[f"prepare_seed{seed}"] = time.perf_counter() - t0
+        cached: dict = {}
+        if n == 0:
+            t0 = time.perf_counter()
+            tuning, cached = tune_betas(stage, run_cfg, curves)
+            seconds["tuning"] = time.perf_counter() - t0
+        for name in cfg.methods:
+            t0 = time.perf_counter()
+            beta = tuning["chosen"].get(name, cfg.beta)
+            m_cfg = dataclasses.replace(run_cfg, beta=beta)
+            policy = cached.get((name, beta))
+            if policy is None:
+                curve = curves.setdefault(name, {}).setdefault(str(beta), []) if n == 0 else None
+                policy = trained_policy(stage, name, m_cfg, curve)
+            result = measure(stage, policy, m_cfg)
+            for key, value in result.items():
+                items[name].setdefault(key, []).append(value)
+            for key, value in summary(result).items():
+                per_seed[name].setdefault(key, []).append(value)
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+    metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_seed.items()}
+    plot(metrics, Path(cfg.results_dir) / "figures" / f"{cfg.name}-metrics.png")
+    claims = claims_from(items, cfg.n_boot)
     perf = performance(stage, cfg) if cfg.perf_repeats else []
-    for entry in perf:
-        gap = abs(entry["ours_loss"] - entry["peer_loss"]) / abs(entry["peer_loss"])
-        claims.append(
-            claim(
-                "plr-n2-equals-trl-dpo",
-                f"PLR on a list of 2 equals trl's DPO loss (relative gap <= {LOSS_RTOL})",
-                "with N = 2 the ranking loss reduces to DPO",
-                f"{entry['ours_loss']:.6f} vs {entry['peer_loss']:.6f}",
-                gap <= LOSS_RTOL,
-            )
-        )
     doc = results_document(
         PAPER,
         cfg.name,
@@ -140,5 +243,10 @@ def run_bench(cfg: Config) -> dict:
         cfg.device,
         perf,
     )
+    doc["tuning"] = tuning
+    if cfg.curve_every:
+        doc["val_curves"] = {m: {b: c for b, c in d.items() if c} for m, d in curves.items()}
+    doc["phase_seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+    doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))  # tuples as JSON lists
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             from .train import evaluate
 
             result = evaluate(cfg.out)
+        elif cfg.model_dir:
+            raise ValueError("bench runs the arithmetic benchmark; use `train --model-dir` instead")
         else:
             from .bench import run_bench
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,19 @@ class Tokenizer:
                 raise ValueError(f"unknown token {tok!r} in {text!r}; expected one of {self.itos}")
             ids.append(self.stoi[tok])
         return ids
+
+    def encode_prompt(self, prompt: str) -> list[int]:
+        return [self.bos] + self.encode(prompt)
+
+    def encode_response(self, response: str) -> tuple[list[int], list[int]]:
+        """Token ids of the response and <eos>, and the step index of each token ("S" opens a
+        step; tokens before the first "S" count as step 0)."""
+        ids = self.encode(response) + [self.eos]
+        steps, k = [], -1
+        for t in ids:
+            k += t == self.step
+            steps.append(max(k, 0))
+        return ids, steps
 
     def decode(self, ids: list[int]) -> str:
         return " ".join(self.itos[i] for i in ids if i not in (self.pad, self.bos, self.eos))
@@ -159,7 +173,27 @@ class Tree:
     prefix_steps: list[int] | None = None
 
 
-def validate_tree(tree: Tree, where: str = "tree") -> Tree:
+def _type_problem(tree: Tree) -> str | None:
+    """What is of the wrong JSON type in a tree read from a file (None: nothing)."""
+    if not isinstance(tree.prompt, str):
+        return f"prompt must be a string, got {tree.prompt!r}"
+    if not isinstance(tree.responses, list) or not all(isinstance(r, str) for r in tree.responses):
+        return "responses must be a list of strings"
+    if not isinstance(tree.scores, list):
+        return f"scores must be a list of numbers, got {tree.scores!r}"
+    return None
+
+
+def has_step_marker(response: str) -> bool:
+    return STEP in response.split()
+
+
+def validate_tree(
+    tree: Tree, where: str = "tree", has_step: Callable[[str], bool] = has_step_marker
+) -> Tree:
+    problem = _type_problem(tree)
+    if problem:
+        raise ValueError(f"{where}: {problem}")
     if len(tree.responses) < 2:
         raise ValueError(
             f"{where}: a preference tree needs >= 2 responses, got {len(tree.responses)}"
@@ -172,10 +206,10 @@ def validate_tree(tree: Tree, where: str = "tree") -> Tree:
         if not isinstance(s, int | float) or not math.isfinite(s):
             raise ValueError(f"{where}: score {i} is {s!r}; expected a finite number")
     for i, r in enumerate(tree.responses):
-        if STEP not in r.split():
+        if not has_step(r):
             raise ValueError(
-                f"{where}: response {i} {r[:40]!r} has no step marker {STEP!r}; "
-                "ASR needs responses split into steps"
+                f"{where}: response {i} {r[:40]!r} has no step marker ({STEP!r}, or "
+                "--step-pattern with --model-dir); ASR needs responses split into steps"
             )
     return tree
 
@@ -185,18 +219,30 @@ def save_trees(path: str | Path, trees: list[Tree]) -> None:
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-def load_trees(path: str | Path) -> list[Tree]:
+def load_trees(path: str | Path, has_step: Callable[[str], bool] = has_step_marker) -> list[Tree]:
     """Read JSONL trees ({"prompt", "responses", "scores"[, "prefix_steps"]} per line)."""
     trees = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the trees file ({exc})") from None
+    for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        obj = json.loads(line)
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(
+                f"{path}:{n}: not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
+        kind = type(obj).__name__
+        if kind != "dict":
+            raise ValueError(f"{path}:{n}: expected a JSON object, got {kind}")
         missing = {"prompt", "responses", "scores"} - set(obj)
         if missing:
             raise ValueError(f"{path}:{n}: missing keys {sorted(missing)}")
         tree = Tree(obj["prompt"], obj["responses"], obj["scores"], obj.get("prefix_steps"))
-        trees.append(validate_tree(tree, f"{path}:{n}"))
+        trees.append(validate_tree(tree, f"{path}:{n}", has_step))
     if not trees:
         raise ValueError(f"{path}: no preference trees found")
     return trees

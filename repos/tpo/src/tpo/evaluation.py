@@ -69,9 +69,14 @@ def fit_steps(cached: list[torch.Tensor], k: int) -> torch.Tensor:
     return torch.cat(rows, 0)
 
 
+def step_counts(batch: Batch, k: int) -> torch.Tensor:
+    """(rows, K): response tokens of each step (0 where the row lacks step k)."""
+    return step_sums(batch.response_mask[:, 1:], batch.step_ids[:, 1:], k)
+
+
 def step_validity(batch: Batch, k: int) -> torch.Tensor:
     """(rows, K) bool: response row holds step k."""
-    return step_sums(batch.response_mask[:, 1:], batch.step_ids[:, 1:], k) > 0
+    return step_counts(batch, k) > 0
 
 
 @torch.no_grad()
@@ -96,10 +101,10 @@ def implicit_rewards(
     return out
 
 
-def ranking_quality(rewards: list[np.ndarray], trees: list[Tree]) -> dict[str, float]:
-    """NDCG@N (gain 2^v - 1, sklearn) and Kendall tau-b (scipy) between implicit rewards and
-    judge scores, averaged over trees; sibling margin: mean r_i - r_j over pairs v_i > v_j whose
-    responses share at least the first gold step."""
+def ranking_per_tree(rewards: list[np.ndarray], trees: list[Tree]) -> dict[str, np.ndarray]:
+    """Per held-out tree: NDCG@N (gain 2^v - 1, sklearn) and Kendall tau-b (scipy) between
+    implicit rewards and judge scores, and the sibling margin, the mean r_i - r_j over pairs
+    v_i > v_j whose responses share at least the first gold step (NaN: the tree has none)."""
     ndcg, tau, margins = [], [], []
     for r, tree in zip(rewards, trees, strict=True):
         v = np.asarray(tree.scores, dtype=float)
@@ -108,24 +113,44 @@ def ranking_quality(rewards: list[np.ndarray], trees: list[Tree]) -> dict[str, f
         t = kendalltau(r, v).statistic
         tau.append(0.0 if np.isnan(t) else float(t))
         shared = tree.prefix_steps or [0] * len(v)
-        for i in range(len(v)):
-            for j in range(len(v)):
-                if v[i] > v[j] and min(shared[i], shared[j]) >= 1:
-                    margins.append(float(r[i] - r[j]))
+        pairs = [
+            float(r[i] - r[j])
+            for i in range(len(v))
+            for j in range(len(v))
+            if v[i] > v[j] and min(shared[i], shared[j]) >= 1
+        ]
+        margins.append(float(np.mean(pairs)) if pairs else float("nan"))
     return {
-        "ndcg": float(np.mean(ndcg)),
-        "kendall_tau": float(np.mean(tau)),
-        "sibling_margin": float(np.mean(margins)) if margins else 0.0,
+        "ndcg": np.array(ndcg),
+        "kendall_tau": np.array(tau),
+        "sibling_margin": np.array(margins),
     }
+
+
+def ranking_quality(rewards: list[np.ndarray], trees: list[Tree]) -> dict[str, float]:
+    """Means over trees of `ranking_per_tree` (the sibling margin over trees that have pairs)."""
+    per_tree = ranking_per_tree(rewards, trees)
+    margins = per_tree["sibling_margin"][np.isfinite(per_tree["sibling_margin"])]
+    return {
+        "ndcg": float(per_tree["ndcg"].mean()),
+        "kendall_tau": float(per_tree["kendall_tau"].mean()),
+        "sibling_margin": float(margins.mean()) if margins.size else 0.0,
+    }
+
+
+def greedy_hits(model: torch.nn.Module, tok: Tokenizer, probs: list[Problem]) -> np.ndarray:
+    """1.0 for each problem whose greedy answer is the true final value, else 0.0."""
+    contexts = [[tok.bos] + tok.encode(p.prompt()) for p in probs]
+    longest = max(len(p.steps) for p in probs)
+    outs = generate(model, tok, contexts, 6 * longest + 4, temperature=0.0)
+    return np.array(
+        [
+            float(split_steps(tok.decode(o))[1] == str(p.values()[-1]))
+            for o, p in zip(outs, probs, strict=True)
+        ]
+    )
 
 
 def greedy_accuracy(model: torch.nn.Module, tok: Tokenizer, probs: list[Problem]) -> float:
     """Share of problems whose greedy answer is the true final value."""
-    contexts = [[tok.bos] + tok.encode(p.prompt()) for p in probs]
-    longest = max(len(p.steps) for p in probs)
-    outs = generate(model, tok, contexts, 6 * longest + 4, temperature=0.0)
-    hits = [
-        split_steps(tok.decode(o))[1] == str(p.values()[-1])
-        for o, p in zip(outs, probs, strict=True)
-    ]
-    return float(np.mean(hits))
+    return float(greedy_hits(model, tok, probs).mean())

@@ -51,13 +51,12 @@ class Batch:
 
 
 def encode_pairs(tok: Tokenizer, prompts: list[str], responses: list[str]) -> Batch:
+    """Right-padded batch of prompt + response rows; `tok` is our Tokenizer or `hf.HFTokenizer`
+    (anything with encode_prompt, encode_response and pad)."""
     rows = []
     for prompt, response in zip(prompts, responses, strict=True):
-        p, r = [tok.bos] + tok.encode(prompt), tok.encode(response) + [tok.eos]
-        steps, k = [], -1
-        for t in r:
-            k += t == tok.step
-            steps.append(max(k, 0))
+        p = tok.encode_prompt(prompt)
+        r, steps = tok.encode_response(response)
         rows.append((p + r, [0] * len(p) + [1] * len(r), [-1] * len(p) + steps))
     width = max(len(ids) for ids, _, _ in rows)
     ids = torch.full((len(rows), width), tok.pad)

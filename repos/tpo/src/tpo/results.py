@@ -47,9 +47,48 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, **extra: Any
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `extra` carries the
+    measured figures behind it (paired interval, negative control)."""
+    return {
+        "id": cid,
+        "statement": statement,
+        "paper": paper,
+        "ours": ours,
+        "holds": bool(holds),
+        **extra,
+    }
+
+
+def paired_interval(
+    a: list[np.ndarray], b: list[np.ndarray], n_boot: int, level: float = 0.95, seed: int = 0
+) -> dict[str, float]:
+    """Mean of the paired differences a - b over every item of every seed (a[s], b[s]: per-item
+    values of two methods on the same items of seed s; NaN items dropped) and a percentile
+    bootstrap interval that resamples items within each seed."""
+    diffs = []
+    for x, y in zip(a, b, strict=True):
+        d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+        diffs.append(d[np.isfinite(d)])
+    total = sum(d.size for d in diffs)
+    if total == 0:
+        raise ValueError("paired_interval needs at least one item with both values finite")
+    rng = np.random.default_rng(seed)
+    boot = np.zeros(n_boot)
+    for d in diffs:
+        if d.size:
+            boot += d[rng.integers(0, d.size, size=(n_boot, d.size))].sum(1)
+    boot /= total
+    alpha = (1.0 - level) / 2
+    return {
+        "diff": float(np.concatenate(diffs).mean()),
+        "lo": float(np.quantile(boot, alpha)),
+        "hi": float(np.quantile(boot, 1 - alpha)),
+        "n": int(total),
+        "level": level,
+    }
 
 
 def git_commit() -> str | None:

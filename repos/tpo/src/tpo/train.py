@@ -24,12 +24,12 @@ from .config import METHODS, Config, validate
 from .data import Problem, Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
 from .evaluation import (
     fit_steps,
-    greedy_accuracy,
+    greedy_hits,
     implicit_rewards,
-    ranking_quality,
+    ranking_per_tree,
     reference_steps,
+    step_counts,
     step_logps,
-    step_validity,
     tree_batch,
 )
 from .policy import build_policy, encode_pairs, forward
@@ -49,8 +49,11 @@ class Stage:
     heldout_trees: list[Tree]
     test_id: list[Problem]
     test_ood: list[Problem]
+    val: list[Problem]
     train_ref: list[torch.Tensor]
     heldout_ref: list[torch.Tensor]
+    in_place: bool = False
+    """Train `sft` itself instead of a copy (LoRA: the adapters are the only trained weights)."""
 
 
 def _bar(cfg: Config, total: int, desc: str) -> tqdm:
@@ -122,9 +125,13 @@ def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None) -> Stage:
         heldout,
         problems(test_rng, cfg.n_eval, lo, hi, cfg.modulus),
         problems(test_rng, cfg.n_eval, hi + 1, hi + 2, cfg.modulus),
+        problems(_rng(cfg, 5), cfg.n_val, lo, hi, cfg.modulus),
         reference_steps(model, tok, train_trees, cfg.device),
         reference_steps(model, tok, heldout, cfg.device),
     )
+
+
+ASR_VARIANTS = {"tpo": "paper", "tpo_code": "code", "tpo_anchor": "anchor"}
 
 
 def preference_loss(
@@ -139,13 +146,13 @@ def preference_loss(
     per-step log-probs (`reference_steps`), so only the policy runs here."""
     batch, scores = tree_batch(tok, trees, cfg.device)
     b, n = scores.shape
-    steps, states = step_logps(policy, batch, hidden=method == "tpo")
+    asr = ASR_VARIANTS.get(method)
+    steps, states = step_logps(policy, batch, hidden=asr is not None)
     k = steps.shape[1]
     ratio = (steps - fit_steps(ref_steps, k)).view(b, n, k)  # per-step log pi/pi_ref
-    if method == "tpo":
-        valid = step_validity(batch, k).view(b, n, k)
-        hidden = states.view(b, n, k, -1)
-        return tpo_loss(ratio, hidden, valid, scores, cfg.beta, cfg.asr_direction)
+    if asr is not None:
+        counts = step_counts(batch, k).view(b, n, k)
+        return tpo_loss(ratio, states.view(b, n, k, -1), counts, scores, cfg.beta, asr)
     rewards = cfg.beta * ratio.sum(-1)
     if method == "tpo_plr":
         return plr_loss(rewards, scores)
@@ -156,24 +163,41 @@ def preference_loss(
     raise ValueError(f"unknown preference method {method!r}; expected one of {METHODS[1:]}")
 
 
-def train_preference(stage: Stage, method: str, cfg: Config) -> torch.nn.Module:
+def shuffled_scores(trees: list[Tree], rng: np.random.Generator) -> list[Tree]:
+    """The negative control's trees: each tree's scores permuted at random among its responses."""
+    return [
+        Tree(t.prompt, t.responses, [t.scores[i] for i in rng.permutation(len(t.scores))])
+        for t in trees
+    ]
+
+
+def train_preference(
+    stage: Stage, method: str, cfg: Config, curve: list | None = None
+) -> torch.nn.Module:
     """AdamW (weight decay 0.01, as tpo_train.py) on the policy; the SFT model is the frozen
-    reference. Batches hold trees with the same number of responses."""
-    policy = copy.deepcopy(stage.sft)
+    reference. Batches hold trees with the same number of responses. tpo_shuffled trains TPO
+    on scores shuffled within each tree (the same trees, responses and reference). With a
+    `curve` list and cfg.curve_every > 0, [step, validation accuracy] pairs are appended every
+    curve_every steps (a training-stability record; it does not change the training)."""
+    policy = stage.sft if stage.in_place else copy.deepcopy(stage.sft)
     policy.train()
-    opt = torch.optim.AdamW(policy.parameters(), lr=cfg.pref_lr, weight_decay=0.01)
+    params = [q for q in policy.parameters() if q.requires_grad]
+    opt = torch.optim.AdamW(params, lr=cfg.pref_lr, weight_decay=0.01)
+    trees_all = stage.train_trees
+    if method == "tpo_shuffled":
+        trees_all, method = shuffled_scores(trees_all, _rng(cfg, 6)), "tpo"
     groups: dict[int, list[int]] = {}
-    for i, t in enumerate(stage.train_trees):
+    for i, t in enumerate(trees_all):
         groups.setdefault(len(t.responses), []).append(i)
     sizes = sorted(groups)
     weights = np.array([len(groups[s]) for s in sizes], dtype=float)
     rng = _rng(cfg, 4)
     bar = _bar(cfg, cfg.pref_steps, method)
-    for _ in range(cfg.pref_steps):
+    for step in range(1, cfg.pref_steps + 1):
         group = groups[sizes[rng.choice(len(sizes), p=weights / weights.sum())]]
         picked = rng.choice(len(group), size=min(cfg.pref_batch, len(group)), replace=False)
         idx = [group[j] for j in picked]
-        trees = [stage.train_trees[i] for i in idx]
+        trees = [trees_all[i] for i in idx]
         refs = [stage.train_ref[i] for i in idx]
         loss = preference_loss(method, policy, stage.tok, trees, refs, cfg)
         opt.zero_grad()
@@ -181,26 +205,56 @@ def train_preference(stage: Stage, method: str, cfg: Config) -> torch.nn.Module:
         opt.step()
         bar.set_postfix(loss=f"{loss.item():.4f}")
         bar.update()
+        if curve is not None and cfg.curve_every and step % cfg.curve_every == 0:
+            policy.eval()
+            curve.append([step, float(greedy_hits(policy, stage.tok, stage.val).mean())])
+            policy.train()
     bar.close()
     return policy.eval()
 
 
-def run_method(stage: Stage, method: str, cfg: Config, workdir: Path) -> dict[str, float]:
-    """Train one method on the stage's trees and measure it; writes workdir/config.json first."""
+def trained_policy(
+    stage: Stage, method: str, cfg: Config, curve: list | None = None
+) -> torch.nn.Module:
+    torch.manual_seed(cfg.seed)
+    return stage.sft if method == "sft" else train_preference(stage, method, cfg, curve)
+
+
+def measure(stage: Stage, policy: torch.nn.Module, cfg: Config) -> dict[str, np.ndarray]:
+    """Per-item results: greedy hits on each test problem (none for trees from a file with
+    --model-dir), ranking figures on each held-out tree."""
+    rewards = implicit_rewards(policy, stage.tok, stage.heldout_trees, stage.heldout_ref, cfg.beta)
+    splits = {"acc_id": stage.test_id, "acc_ood": stage.test_ood}
+    hits = {k: greedy_hits(policy, stage.tok, v) for k, v in splits.items() if v}
+    return {**hits, **ranking_per_tree(rewards, stage.heldout_trees)}
+
+
+def summary(per_item: dict[str, np.ndarray]) -> dict[str, float]:
+    """The per-item results averaged (sibling margin over trees that have sibling pairs)."""
+    return {k: float(np.nanmean(v)) if np.isfinite(v).any() else 0.0 for k, v in per_item.items()}
+
+
+def run_method(
+    stage: Stage, method: str, cfg: Config, workdir: Path, policy: torch.nn.Module | None = None
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Train one method on the stage's trees (unless `policy` is given) and measure it; writes
+    workdir/config.json first (and curve.json with --curve-every). Returns the summary metrics
+    and the per-item results."""
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": method})
-    torch.manual_seed(cfg.seed)
-    policy = stage.sft if method == "sft" else train_preference(stage, method, cfg)
-    rewards = implicit_rewards(policy, stage.tok, stage.heldout_trees, stage.heldout_ref, cfg.beta)
-    metrics = {
-        "acc_id": greedy_accuracy(policy, stage.tok, stage.test_id),
-        "acc_ood": greedy_accuracy(policy, stage.tok, stage.test_ood),
-        **ranking_quality(rewards, stage.heldout_trees),
-    }
-    if method != "sft":
+    if policy is None:
+        curve: list = []
+        policy = trained_policy(stage, method, cfg, curve)
+        if curve:  # --curve-every: validation accuracy along training
+            atomic_write_json(workdir / "curve.json", {"method": method, "val_acc": curve})
+    per_item = measure(stage, policy, cfg)
+    metrics = summary(per_item)
+    if stage.in_place and method != "sft":
+        policy.save_pretrained(str(workdir / "lora"))  # the adapters only
+    elif method != "sft":
         _save(policy, workdir / "policy.safetensors")
     atomic_write_json(workdir / "metrics.json", metrics)
-    return metrics
+    return metrics, per_item
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
@@ -209,8 +263,13 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    stage = prepare(cfg, workdir)
-    return run_method(stage, cfg.method, cfg, workdir)
+    if cfg.model_dir:
+        from .hf import prepare_hf
+
+        stage = prepare_hf(cfg)
+    else:
+        stage = prepare(cfg, workdir)
+    return run_method(stage, cfg.method, cfg, workdir)[0]
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:

@@ -53,17 +53,24 @@ def lambda_weights(rewards: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     return (g[:, :, None] - g[:, None, :]).abs() * (inv_d[:, :, None] - inv_d[:, None, :]).abs()
 
 
+def ranked_pair_loss(
+    margins: torch.Tensor, rank_rewards: torch.Tensor, scores: torch.Tensor, weighted: bool = True
+) -> torch.Tensor:
+    """-sum_{v_i > v_j} lambda_ij log sigma(m_ij) / sum lambda_ij per list, averaged over lists.
+    margins (B, N, N) hold m_ij = r_i - r_j (or ASR's step-weighted margin); lambda uses the ranks
+    of rank_rewards (B, N). weighted=False sets lambda = 1 (the plain list-wise RankNet loss)."""
+    check_lists(scores)
+    better = (scores[:, :, None] > scores[:, None, :]).to(margins.dtype)
+    lam = lambda_weights(rank_rewards, scores) if weighted else torch.ones_like(better)
+    lam = lam * better
+    per_list = (lam * -F.logsigmoid(margins)).sum((1, 2)) / lam.sum((1, 2)).clamp_min(1e-12)
+    return per_list.mean()
+
+
 def plr_loss(rewards: torch.Tensor, scores: torch.Tensor, weighted: bool = True) -> torch.Tensor:
     """Preference List Ranking (paper, PLR): -sum_{v_i > v_j} lambda_ij log sigma(r_i - r_j),
-    normalised by sum lambda_ij per list (a constant, so at N = 2 it is exactly DPO's loss).
-    weighted=False sets lambda = 1 (the plain list-wise RankNet loss)."""
-    check_lists(scores)
-    better = (scores[:, :, None] > scores[:, None, :]).to(rewards.dtype)
-    lam = lambda_weights(rewards, scores) if weighted else torch.ones_like(better)
-    lam = lam * better
-    pair_loss = -F.logsigmoid(rewards[:, :, None] - rewards[:, None, :])
-    per_list = (lam * pair_loss).sum((1, 2)) / lam.sum((1, 2)).clamp_min(1e-12)
-    return per_list.mean()
+    normalised by sum lambda_ij per list (a constant, so at N = 2 it is exactly DPO's loss)."""
+    return ranked_pair_loss(rewards[:, :, None] - rewards[:, None, :], rewards, scores, weighted)
 
 
 def step_sums(values: torch.Tensor, step_ids: torch.Tensor, n_steps: int) -> torch.Tensor:
@@ -81,53 +88,83 @@ def step_means(states: torch.Tensor, step_ids: torch.Tensor, n_steps: int) -> to
 
 def step_similarity(h: torch.Tensor, valid: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
     """cos(h_{n,k}, h_{a,k}) between step k of response n and step k of the anchor response a
-    (the best-scored one of its list); 0 where either lacks step k. h: (B, N, K, d)."""
-    h_anchor = h[torch.arange(h.shape[0]), anchor]
-    cos = F.cosine_similarity(h, h_anchor[:, None], dim=-1, eps=1e-8)
-    both = valid & valid[torch.arange(h.shape[0]), anchor][:, None]
+    of its list; 0 where either lacks step k. h: (B, N, K, d); anchor: (B,) indices."""
+    rows = torch.arange(h.shape[0])
+    cos = F.cosine_similarity(h, h[rows, anchor][:, None], dim=-1, eps=1e-8)
+    both = valid & valid[rows, anchor][:, None]
     return torch.where(both, cos, torch.zeros_like(cos))
 
 
-def asr_weights(cos: torch.Tensor, valid: torch.Tensor, direction: str = "paper") -> torch.Tensor:
-    """Adaptive Step Reward weights (paper Eq. 10), normalised to mean 1 over each response's steps.
-    'paper': w = 1 - cos + ASR_FLOOR, so steps that differ from the anchor weigh more (the
-    paper's aim: larger margins on discriminative steps). 'code': w = 1 + cos (official loss.py)."""
-    if direction == "paper":
-        w = 1.0 - cos + ASR_FLOOR
-    elif direction == "code":
-        w = 1.0 + cos
-    else:
-        raise ValueError(f"ASR direction must be 'paper' or 'code', got {direction!r}")
-    w = w * valid
-    mean = w.sum(-1, keepdim=True) / valid.sum(-1, keepdim=True).clamp_min(1)
-    return w / mean.clamp_min(1e-12)
+def pair_step_similarity(h: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+    """cos(h_{i,k}, h_{j,k}) for every pair (i, j) of a list at every step k: (B, N, N, K);
+    0 where either response lacks step k."""
+    unit = F.normalize(h, dim=-1, eps=1e-8)
+    cos = torch.einsum("bikd,bjkd->bijk", unit, unit)
+    both = valid[:, :, None] & valid[:, None, :]
+    return torch.where(both, cos, torch.zeros_like(cos))
+
+
+def asr_pair_margins(
+    step_log_ratios: torch.Tensor, states: torch.Tensor, valid: torch.Tensor, beta: float
+) -> torch.Tensor:
+    """Adaptive Step Reward, paper form (pairwise): the margin of response i over j is
+    m_ij = beta * sum_k w_ijk (l_ik - l_jk), w_ijk = 1 - cos(h_ik, h_jk) + ASR_FLOOR normalised
+    to mean 1 over the steps either response holds. Steps two responses share have equal l and
+    add nothing, so the margin moves to the steps where they differ (the paper's aim); both
+    responses get the same weight on a step, so every pair still pushes i up and j down, as
+    DPO does. Weights carry no gradient. l: (B, N, K) summed log-ratios; states (B, N, K, d)."""
+    with torch.no_grad():
+        either = (valid[:, :, None] | valid[:, None, :]).to(step_log_ratios.dtype)
+        w = (1.0 - pair_step_similarity(states, valid) + ASR_FLOOR) * either
+        mean = w.sum(-1, keepdim=True) / either.sum(-1, keepdim=True).clamp_min(1.0)
+        w = w / mean.clamp_min(1e-12)
+    diff = step_log_ratios[:, :, None] - step_log_ratios[:, None, :]
+    return beta * (w * diff).sum(-1)
 
 
 def asr_rewards(
     step_log_ratios: torch.Tensor,
     states: torch.Tensor,
-    valid: torch.Tensor,
+    counts: torch.Tensor,
     scores: torch.Tensor,
     beta: float,
-    direction: str = "paper",
+    variant: str,
 ) -> torch.Tensor:
-    """Implicit rewards with adaptive step weights: r_n = beta * sum_k w_{n,k} l_{n,k}, where
-    l_{n,k} is the summed log-ratio of step k. With equal weights this is the plain implicit reward.
-    step_log_ratios: (B, N, K); states: (B, N, K, d) step-mean hidden states (weights carry no
-    gradient); valid: (B, N, K) bool; scores: (B, N)."""
-    anchor = scores.argmax(-1)
+    """Per-response ASR rewards (B, N), the two ablations of the pairwise paper form.
+    'code' (official loss.py): w_nk = 1 + cos(h_nk, h_0k) against response 0, with gradient
+    through the hidden states; r_n = beta * sum_k w_nk m_nk / sum_k w_nk over steps both hold,
+    m_nk the token-mean log-ratio of step k. 'anchor' (our first pass): w = 1 - cos + ASR_FLOOR
+    against the best-scored response, normalised to mean 1 per response, no gradient, times the
+    summed log-ratio. counts (B, N, K): tokens of each step (0 = the response lacks it)."""
+    valid = counts > 0
+    if variant == "code":
+        anchor = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
+        cos = step_similarity(states, valid, anchor)
+        both = valid & valid[:, :1]
+        w = (1.0 + cos) * both
+        means = step_log_ratios / counts.clamp_min(1)
+        return beta * (w * means).sum(-1) / w.sum(-1).clamp_min(1e-12)
+    if variant != "anchor":
+        raise ValueError(f"ASR variant must be 'code' or 'anchor', got {variant!r}")
     with torch.no_grad():
-        w = asr_weights(step_similarity(states, valid, anchor), valid, direction)
+        cos = step_similarity(states, valid, scores.argmax(-1))
+        w = (1.0 - cos + ASR_FLOOR) * valid
+        mean = w.sum(-1, keepdim=True) / valid.sum(-1, keepdim=True).clamp_min(1)
+        w = w / mean.clamp_min(1e-12)
     return beta * (w * step_log_ratios).sum(-1)
 
 
 def tpo_loss(
     step_log_ratios: torch.Tensor,
     states: torch.Tensor,
-    valid: torch.Tensor,
+    counts: torch.Tensor,
     scores: torch.Tensor,
     beta: float,
-    direction: str = "paper",
+    asr: str = "paper",
 ) -> torch.Tensor:
-    """TPO = PLR over ASR-weighted implicit rewards."""
-    return plr_loss(asr_rewards(step_log_ratios, states, valid, scores, beta, direction), scores)
+    """TPO = PLR over ASR margins. asr='paper' is the pairwise form (lambda from the plain
+    implicit rewards' ranks); 'code' and 'anchor' feed per-response ASR rewards into PLR."""
+    if asr == "paper":
+        margins = asr_pair_margins(step_log_ratios, states, counts > 0, beta)
+        return ranked_pair_loss(margins, beta * step_log_ratios.sum(-1), scores)
+    return plr_loss(asr_rewards(step_log_ratios, states, counts, scores, beta, asr), scores)
