@@ -140,7 +140,7 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         if not committed.exists():
             session.error(f"{committed} does not exist: nothing to verify")
         install_project(session, path, bench_extra, no_deps)
-        out = Path(session.create_tmp()) / f"verify-{preset}"
+        out = Path(session.create_tmp()).resolve() / f"verify-{preset}"
         shutil.rmtree(out, ignore_errors=True)
         session.chdir(path)
         session.run(
@@ -175,7 +175,7 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
                     f"{slug}: no CUDA device visible (torch.cuda.is_available() is False and JAX "
                     "has no GPU backend): gpu-smoke needs one; `-- --device cpu` checks the command"
                 )
-        out = Path(session.create_tmp()) / "gpu-smoke"
+        out = Path(session.create_tmp()).resolve() / "gpu-smoke"
         shutil.rmtree(out, ignore_errors=True)
         session.chdir(path)
         session.run(
