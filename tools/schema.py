@@ -27,7 +27,20 @@ PERF_KEYS = ("id", "what")
 RESULT_FILES = {"quick.json": "quick", "paper.json": "paper", "gpu-smoke.json": None}
 # metric-name tokens that mark a timing, excluded when a re-run is compared with a committed file
 TIMING_TOKENS = frozenset(
-    {"s", "sec", "secs", "seconds", "ms", "time", "times", "timing", "wall", "runtime", "latency"}
+    {
+        "s",
+        "sec",
+        "secs",
+        "second",
+        "seconds",
+        "ms",
+        "time",
+        "times",
+        "timing",
+        "wall",
+        "runtime",
+        "latency",
+    }
 )
 
 

@@ -124,6 +124,7 @@ def test_tolerance_needs_numbers_and_a_reason():
         ("steps_per_s", True),
         ("time_to_gap", True),
         ("latency_ms", True),
+        ("samples_per_second", True),
         ("normalized_success", False),
         ("updates_per_step", False),
         ("gap", False),
