@@ -1,11 +1,15 @@
-"""The benchmark writes a results file in the meta-repo schema with computed claims."""
+"""The benchmark writes a results file in the meta-repo schema with paired, controlled claims."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-from sparsyfed.bench import compute_claims, label, run_bench
+import pytest
+
+from sparsyfed.bench import compute_claims, label, paired, run_bench
+from sparsyfed.config import PRESETS
 
 
 def test_bench_writes_schema(tiny):
@@ -14,32 +18,56 @@ def test_bench_writes_schema(tiny):
     assert on_disk == doc
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
-    assert (
-        len(doc["metrics"]) == 14
-    )  # 5 headline + 2 at s=0.95 + 3 at alpha=1000 + 4 with GroupNorm
+    # 6 headline + 2 at s=0.95 + 3 at alpha=1000 + 4 with GroupNorm
+    assert len(doc["metrics"]) == 15
     assert "SparsyFed (alpha=0.1, s=0.9, mlp_gn)" in doc["metrics"]
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {p["id"] for p in doc["performance"]} >= {"upload-nonzeros-s0.9"}
-    assert (Path(tiny.results_dir) / "figures" / "quick_curves.png").stat().st_size > 0
+    assert all(isinstance(c["control"]["holds"], bool) for c in doc["claims"])
+    for row in doc["performance"]:
+        assert {"id", "what", "unit", "higher_is_better", "ours_value", "peer_value"} <= set(row)
+    assert [s["id"] for s in doc["skipped"]] == ["round-time-inprocess-vs-flower"]
+    assert (Path(tiny.results_dir) / "figures" / "quick-curves.png").stat().st_size > 0
 
 
-def test_claims_follow_the_metrics(tiny):
-    """Claims are computed from metrics: flipping the numbers flips the verdicts."""
-
-    def metrics(acc_sf, acc_tk, rg_sf, rg_tk):
-        m = {}
-        for meth, s, acc, rg in [
-            ("dense", 0.9, 0.90, 0.0),
-            ("sparsyfed", 0.9, acc_sf, rg_sf),
-            ("topk", 0.9, acc_tk, rg_tk),
-            ("sparsyfed", 0.95, acc_sf, rg_sf),
-        ]:
-            m[label(meth, 0.1, s)] = {
-                "accuracy": {"mean": acc},
-                "mean_regrowth": {"mean": rg},
+def fake_metrics(acc: dict[str, list[float]], regrowth: dict[str, list[float]]) -> dict:
+    """Per-seed metrics for the headline rows (alpha 0.1, s 0.9 and 0.95) of the quick preset."""
+    out = {}
+    for method, accs in acc.items():
+        rg = regrowth.get(method, [0.0] * len(accs))
+        for s in (0.9, 0.95):
+            out[label(method, 0.1, s)] = {
+                "accuracy": {"values": accs, "mean": sum(accs) / len(accs)},
+                "accuracy_untrained": {"values": [0.1] * len(accs)},
+                "mean_regrowth": {"values": rg, "mean": sum(rg) / len(rg)},
             }
-        return m
+    return out
 
-    good = {c["id"]: c["holds"] for c in compute_claims(tiny, metrics(0.89, 0.80, 1e-5, 1e-3))}
-    bad = {c["id"]: c["holds"] for c in compute_claims(tiny, metrics(0.80, 0.85, 1e-4, 2e-4))}
-    assert all(good.values()) and not any(bad.values())
+
+def verdicts(cfg, acc, rg):
+    claims = compute_claims(cfg, fake_metrics(acc, rg))
+    return {c["id"]: c["holds"] for c in claims}, {c["id"]: c["control"]["holds"] for c in claims}
+
+
+def test_claims_follow_the_metrics_and_controls_fail():
+    """Flipping the per-seed numbers flips the verdicts; the negative controls fail on both."""
+    cfg = dataclasses.replace(PRESETS["quick"], seeds=(0, 1, 2))
+    good_acc = {
+        "dense": [0.90, 0.91, 0.92],
+        "sparsyfed": [0.895, 0.905, 0.915],
+        "topk": [0.80, 0.82, 0.81],
+        "sparsyfed_b1": [0.79, 0.83, 0.81],
+    }
+    good_rg = {"sparsyfed": [1e-5, 2e-5, 1e-5], "topk": [1e-3, 2e-3, 1.5e-3]}
+    good_rg["sparsyfed_b1"] = good_rg["topk"]
+    holds, controls = verdicts(cfg, good_acc, good_rg)
+    assert all(holds.values()) and not any(controls.values())
+    bad_acc = dict(good_acc, sparsyfed=[0.80, 0.86, 0.78])
+    bad_rg = dict(good_rg, sparsyfed=[5e-4, 3e-3, 1e-3])
+    holds, controls = verdicts(cfg, bad_acc, bad_rg)
+    assert not any(holds.values()) and not any(controls.values())
+
+
+def test_paired_interval_is_a_t_interval():
+    iv = paired(__import__("numpy").array([0.01, 0.02, 0.03]))
+    assert iv["mean"] == pytest.approx(0.02)
+    assert iv["hi"] - iv["mean"] == pytest.approx(4.303 * 0.01 / 3**0.5, rel=1e-3)

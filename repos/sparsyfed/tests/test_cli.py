@@ -34,6 +34,17 @@ def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatc
     assert message in capsys.readouterr().err
 
 
+def test_garbage_cifar_file_is_one_line_naming_the_file(tmp_path, capsys):
+    from .test_data import write_tiny_cifar
+
+    write_tiny_cifar(tmp_path / "cifar")
+    (tmp_path / "cifar" / "test_batch").write_bytes(b"\x00garbage")
+    argv = ["train", "--dataset", "cifar10", "--data-dir", str(tmp_path / "cifar")]
+    assert main([*argv, "--arch", "cifar_cnn_gn", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "test_batch is not a CIFAR-10 python batch" in err and err.count("\n") == 1
+
+
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
     assert main(["eval", "--out", str(tmp_path)]) == 2
     assert "run `train" in capsys.readouterr().err

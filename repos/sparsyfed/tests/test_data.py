@@ -7,7 +7,13 @@ import pickle
 import numpy as np
 import pytest
 
-from sparsyfed.data import lda_partition, load_cifar10, load_digits
+from sparsyfed.data import (
+    lda_partition,
+    load_cifar10,
+    load_digits,
+    synthetic_cifar10,
+    write_synthetic_cifar10,
+)
 
 
 @pytest.mark.parametrize("alpha", [1000.0, 1.0, 0.1])
@@ -77,5 +83,23 @@ def test_cifar_loader_errors(tmp_path):
     write_tiny_cifar(tmp_path)
     with open(tmp_path / "data_batch_1", "wb") as fh:
         pickle.dump({b"nope": 1}, fh)
-    with pytest.raises(ValueError, match="not a CIFAR-10 python batch"):
+    with pytest.raises(ValueError, match="data_batch_1 is not a CIFAR-10 python batch"):
         load_cifar10(tmp_path)
+    (tmp_path / "data_batch_1").write_bytes(b"certainly not a pickle")
+    with pytest.raises(ValueError, match="data_batch_1 is not a CIFAR-10 python batch"):
+        load_cifar10(tmp_path)
+    with open(tmp_path / "data_batch_1", "wb") as fh:
+        pickle.dump({b"data": np.zeros((2, 100), dtype=np.uint8), b"labels": [0, 1]}, fh)
+    with pytest.raises(ValueError, match="data_batch_1 is not a CIFAR-10 python batch"):
+        load_cifar10(tmp_path)
+
+
+def test_synthetic_cifar_is_cifar_shaped_deterministic_and_balanced(tmp_path):
+    write_synthetic_cifar10(tmp_path, n_train=200, n_test=50, seed=0)
+    assert sorted(p.name for p in tmp_path.iterdir())[:2] == ["data_batch_1", "data_batch_2"]
+    (xtr, ytr), (xte, _yte) = load_cifar10(tmp_path)
+    assert xtr.shape == (200, 3, 32, 32) and xte.shape == (50, 3, 32, 32)
+    assert set(ytr.tolist()) == set(range(10))
+    again, _ = synthetic_cifar10(250, seed=0)
+    first, _ = synthetic_cifar10(250, seed=0)
+    assert (again == first).all()

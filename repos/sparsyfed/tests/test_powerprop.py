@@ -14,6 +14,7 @@ from sparsyfed.powerprop import (
     SparsyLinear,
     inverse_power_transform,
     power_transform,
+    reset_activation_thresholds,
     topk_keep,
 )
 
@@ -53,7 +54,7 @@ def test_gradient_identity_dl_domega():
     assert torch.autograd.gradcheck(lambda w: power_transform(w, beta), (away_from_zero,))
 
 
-def test_topk_keeps_exactly_ceil_largest():
+def test_topk_keeps_exactly_ceil_largest_without_ties():
     x = torch.randn(7, 13, generator=gen(3))
     for s in (0.0, 0.3, 0.9, 0.95, 0.999):
         kept = topk_keep(x, 1 - s)
@@ -62,6 +63,48 @@ def test_topk_keeps_exactly_ceil_largest():
         threshold = x.abs().flatten().sort(descending=True).values[k - 1]
         assert torch.equal(kept != 0, x.abs() >= threshold)
         assert torch.equal(kept[kept != 0], x[kept != 0])
+
+
+def test_topk_keeps_every_tie_at_the_threshold_as_the_official():
+    """The official `matrix_drop` keeps |x| >= the k-th value: ties can exceed k entries."""
+    x = torch.tensor([3.0, -3.0, 3.0, 1.0, 0.0, 0.0])
+    assert torch.equal(topk_keep(x, 2 / 6), torch.tensor([3.0, -3.0, 3.0, 0.0, 0.0, 0.0]))
+    relu_out = torch.tensor([2.0, 0.0, 0.0, 0.0])  # k = 3 reaches the zeros: all kept, harmless
+    assert torch.equal(topk_keep(relu_out, 0.75), relu_out)
+
+
+@pytest.mark.parametrize(("beta", "act_prune"), [(1.25, True), (1.25, False)])
+def test_pruned_omega_gets_zero_gradient_and_stays_zero(beta, act_prune):
+    """dL/domega = beta |omega|^(beta-1) dL/dtheta is 0 at omega = 0 for beta > 1, so SGD with
+    weight decay never revives a pruned weight; with beta = 1 (Top-K) the same zeros move."""
+    for b, revives in ((beta, False), (1.0, True)):
+        layer = SparsyConv2d(2, 3, 3, beta=b, act_prune=act_prune, gen=gen(), padding=1)
+        with torch.no_grad():
+            layer.weight.view(-1)[::3] = 0.0
+        zeros = layer.weight.detach() == 0
+        opt = torch.optim.SGD(layer.parameters(), lr=0.5, weight_decay=1e-3)
+        for step in range(3):
+            opt.zero_grad()
+            layer(torch.randn(4, 2, 5, 5, generator=gen(step))).pow(2).sum().backward()
+            if not revives:
+                assert torch.all(layer.weight.grad[zeros] == 0)
+            opt.step()
+        assert bool((layer.weight.detach()[zeros] != 0).any()) == revives
+
+
+def test_conv_caches_the_first_batch_threshold_until_reset():
+    """As the official `in_threshold`: batch 1 sets the |x| threshold, later batches reuse it."""
+    conv = SparsyConv2d(2, 3, 3, beta=1.25, act_prune=True, gen=gen(), padding=1)
+    with torch.no_grad():
+        conv.weight.view(-1)[:27] = 0.0  # s_l = 0.5
+    x1 = torch.randn(2, 2, 4, 4, generator=gen(1))
+    conv(x1)
+    first = conv.in_threshold
+    assert first == pytest.approx(float(x1.abs().flatten().sort(descending=True).values[31]))
+    conv(10 * torch.randn(2, 2, 4, 4, generator=gen(2)))
+    assert conv.in_threshold == first
+    reset_activation_thresholds(nn.Sequential(conv))
+    assert conv.in_threshold is None
 
 
 def _pair(sparse: nn.Module, dense: nn.Module, x: torch.Tensor):

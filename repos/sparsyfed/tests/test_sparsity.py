@@ -9,6 +9,7 @@ from sparsyfed.federated import fedavg, state_of
 from sparsyfed.models import build_model
 from sparsyfed.powerprop import sparsy_layers
 from sparsyfed.sparsity import (
+    aggregation_regrowth,
     global_magnitude_prune,
     iou,
     layer_densities,
@@ -72,6 +73,18 @@ def test_regrowth_and_iou_on_hand_made_masks():
     c = torch.tensor([1, 1, 0, 1, 0, 0, 0, 0], dtype=torch.bool)
     assert mean_pairwise_iou([prev, now, c]) == pytest.approx((1 / 4 + 1 / 4 + 1) / 3)
     assert iou(torch.zeros(3, dtype=torch.bool), torch.zeros(3, dtype=torch.bool)) == 1.0
+
+
+def test_aggregation_regrowth_counts_what_fedavg_revives():
+    """Two uploads at density 2/8 whose masks share one entry: the union has 3 non-zeros, so
+    aggregation revives 1/8 beyond an upload; identical uploads revive nothing."""
+    a = torch.tensor([1, 1, 0, 0, 0, 0, 0, 0], dtype=torch.bool)
+    b = torch.tensor([1, 0, 1, 0, 0, 0, 0, 0], dtype=torch.bool)
+    ua, ub = torch.where(a, 1.0, 0.0), torch.where(b, 2.0, 0.0)
+    agg = fedavg([{"w": ua}, {"w": ub}], [1, 1])["w"] != 0
+    assert aggregation_regrowth([a, b], agg) == pytest.approx(1 / 8)
+    assert aggregation_regrowth([a, a], a) == 0.0
+    assert regrowth(a, agg) == pytest.approx(1 / 8)  # a flip of the global mask too
 
 
 def test_layer_densities_report_each_layer():

@@ -7,10 +7,14 @@
 | flash         | 1          | no                 | yes                | received mask (FLASH)|
 | sparsyfed_na  | cfg.beta   | no                 | yes (ablation)     | no                   |
 | sparsyfed     | cfg.beta   | yes                | yes (SparsyFed)    | no                   |
+| sparsyfed_b1  | 1          | yes                | yes (control)      | no                   |
 
 FLASH (Babakniya et al., 2023) as the official `fixed_train`: clients multiply the gradients by
 the non-zero mask of the weights they receive, so the mask that the first round's pruning sets
 never changes (no warm-up rounds, as the official runs: `warmup: 0`).
+
+`sparsyfed_b1` is the negative control of the regrowth and Top-K claims: SparsyFed without its
+Powerpropagation ingredient (beta = 1), activation pruning kept.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ LABELS = {
     "flash": "FLASH (fixed mask)",
     "sparsyfed_na": "SparsyFed w/o act. pruning",
     "sparsyfed": "SparsyFed",
+    "sparsyfed_b1": "SparsyFed beta=1 (control)",
 }
 
 
@@ -52,4 +57,6 @@ def method_spec(cfg: Config) -> MethodSpec:
         return MethodSpec(cfg.beta, False, cfg.sparsity)
     if cfg.method == "sparsyfed":
         return MethodSpec(cfg.beta, True, cfg.sparsity)
+    if cfg.method == "sparsyfed_b1":
+        return MethodSpec(1.0, True, cfg.sparsity)
     raise ValueError(f"unknown method {cfg.method!r}; expected one of {tuple(LABELS)}")

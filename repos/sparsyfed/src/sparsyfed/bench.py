@@ -1,4 +1,4 @@
-"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics."""
+"""Benchmark: every method over the preset's seeds, paired claims with negative controls."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
+
 from .baselines import LABELS
 from .config import Config, validate
 from .results import atomic_write_json, claim, results_document, save_figure, summarize
@@ -14,7 +16,16 @@ from .train import train_and_evaluate
 
 PAPER = "sparsyfed"
 ACC_GAP = 0.03  # "within 3 points of dense FedAvg"
-REGROWTH_FACTOR = 5.0  # quick-scale stand-in for the paper's ~200x
+REGROWTH_FACTOR = 5.0  # CPU-scale stand-in for the paper's ~200x
+REGROWTH_FLOOR = 1e-6  # regrowth below this counts as this (ratios stay finite)
+NEAR_DENSE_MAX_S = 0.95  # the paper claims negligible loss up to 95% sparsity; 0.99 is reported
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+HEADLINE = ("dense", "topk", "flash", "sparsyfed_na", "sparsyfed", "sparsyfed_b1")
+FLOWER_SKIP = (
+    "Flower run_simulation (Ray) timing is off in the presets (flower_rounds=0): on the shared "
+    "2-core machine Ray's start-up hung at round 1 (killed after 480 s); the slow test "
+    "tests/test_flower.py checks the Simulation Engine gives the in-process global model"
+)
 
 
 def label(method: str, alpha: float, sparsity: float, arch: str = "") -> str:
@@ -29,8 +40,7 @@ def grid(cfg: Config) -> list[tuple[str, float, float, str]]:
     """(method, alpha, sparsity, arch) runs: every method at the headline point, sweeps around
     it, and the headline point again with cfg.bench_norm_arch ("" = the preset's model)."""
     a0, s0 = cfg.bench_alphas[0], cfg.bench_sparsities[0]
-    headline = ("dense", "topk", "flash", "sparsyfed_na", "sparsyfed")
-    runs = [(m, a0, s0, "") for m in headline]
+    runs = [(m, a0, s0, "") for m in HEADLINE]
     runs += [(m, a0, s, "") for s in cfg.bench_sparsities[1:] for m in ("topk", "sparsyfed")]
     runs += [(m, a, s0, "") for a in cfg.bench_alphas[1:] for m in ("dense", "topk", "sparsyfed")]
     if cfg.bench_norm_arch:
@@ -42,46 +52,111 @@ def mean(metrics: dict, key: str, metric: str) -> float:
     return metrics[key][metric]["mean"]
 
 
-def compute_claims(cfg: Config, metrics: dict) -> list[dict]:
+def values(metrics: dict, key: str, metric: str) -> np.ndarray:
+    """Per-seed values of one metric (in cfg.seeds order, so rows pair up by seed)."""
+    return np.asarray(metrics[key][metric]["values"], dtype=float)
+
+
+def paired(diff: np.ndarray) -> dict:
+    """Mean of per-seed paired differences with a two-sided 95% t interval."""
+    n = len(diff)
+    half = T975.get(n - 1, 2.0) * float(diff.std(ddof=1)) / np.sqrt(n) if n > 1 else np.inf
+    mean = float(diff.mean())
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n}
+
+
+def fmt(iv: dict, digits: int = 3) -> str:
+    return f"{iv['mean']:+.{digits}f} [{iv['lo']:+.{digits}f}, {iv['hi']:+.{digits}f}]"
+
+
+def near_dense(metrics: dict, cfg: Config, sparsity: float) -> dict:
+    """Paired gap dense - SparsyFed; holds iff the 95% upper bound is <= ACC_GAP. Control: the
+    same check on the untrained initial model (must fail)."""
+    a0 = cfg.bench_alphas[0]
+    dense = values(metrics, label("dense", a0, 0), "accuracy")
+    sf_key = label("sparsyfed", a0, sparsity)
+    gap = paired(dense - values(metrics, sf_key, "accuracy"))
+    ctrl = paired(dense - values(metrics, sf_key, "accuracy_untrained"))
+    return claim(
+        f"sparsyfed-near-dense-s{sparsity:g}",
+        f"at s={sparsity:g}, alpha={a0:g}: SparsyFed accuracy within {ACC_GAP * 100:g} points "
+        "of dense FedAvg (same rounds, paired seeds; 95% upper bound of the gap)",
+        "95% sparse models with negligible accuracy loss (CIFAR-10, ResNet-18)",
+        f"gap dense - SparsyFed {fmt(gap)}; fails if the upper bound > {ACC_GAP:g}",
+        gap["hi"] <= ACC_GAP,
+        interval=gap,
+        control={
+            "what": "the same check on the untrained initial model (floor)",
+            "ours": f"gap {fmt(ctrl)}",
+            "holds": ctrl["hi"] <= ACC_GAP,
+        },
+    )
+
+
+def beats_topk(metrics: dict, cfg: Config) -> dict:
+    """Paired difference SparsyFed - Top-K > 0 (95% lower bound). Control: beta = 1."""
     a0, s0 = cfg.bench_alphas[0], cfg.bench_sparsities[0]
-    dense, sf, topk = (label(m, a0, s0) for m in ("dense", "sparsyfed", "topk"))
-    acc_d, acc_sf, acc_tk = (mean(metrics, k, "accuracy") for k in (dense, sf, topk))
-    rg_sf, rg_tk = mean(metrics, sf, "mean_regrowth"), mean(metrics, topk, "mean_regrowth")
-    ratio = rg_tk / rg_sf if rg_sf > 0 else (float("inf") if rg_tk > 0 else 0.0)
+    topk = values(metrics, label("topk", a0, s0), "accuracy")
+    diff = paired(values(metrics, label("sparsyfed", a0, s0), "accuracy") - topk)
+    ctrl = paired(values(metrics, label("sparsyfed_b1", a0, s0), "accuracy") - topk)
+    return claim(
+        "sparsyfed-beats-topk",
+        f"at s={s0:g}, alpha={a0:g}: SparsyFed accuracy above Top-K (paired, 95% lower bound > 0)",
+        "best accuracy of all sparse baselines at LDA alpha = 0.1",
+        f"SparsyFed - Top-K {fmt(diff)}; fails if the lower bound <= 0",
+        diff["lo"] > 0,
+        interval=diff,
+        control={
+            "what": "the same check on SparsyFed with beta = 1 (no Powerpropagation)",
+            "ours": f"difference {fmt(ctrl)}",
+            "holds": ctrl["lo"] > 0,
+        },
+    )
+
+
+def log_ratio(metrics: dict, num: str, den: str) -> dict:
+    """Paired interval of log(regrowth_num / regrowth_den) over seeds."""
+    a = np.maximum(values(metrics, num, "mean_regrowth"), REGROWTH_FLOOR)
+    b = np.maximum(values(metrics, den, "mean_regrowth"), REGROWTH_FLOOR)
+    return paired(np.log(a / b))
+
+
+def regrowth_lower(metrics: dict, cfg: Config) -> dict:
+    """Top-K / SparsyFed per-round regrowth >= REGROWTH_FACTOR (geometric mean, 95% lower bound
+    of the paired log ratio). Control: Top-K / (SparsyFed with beta = 1), which must fail."""
+    a0, s0 = cfg.bench_alphas[0], cfg.bench_sparsities[0]
+    topk, sf = label("topk", a0, s0), label("sparsyfed", a0, s0)
+    ratio = log_ratio(metrics, topk, sf)
+    ctrl = log_ratio(metrics, topk, label("sparsyfed_b1", a0, s0))
+    x = lambda iv: f"{np.exp(iv['mean']):.2f}x [{np.exp(iv['lo']):.2f}, {np.exp(iv['hi']):.2f}]"
+    rg = lambda k: metrics[k]["mean_regrowth"]["mean"]
+    return claim(
+        "regrowth-5x-lower",
+        f"at s={s0:g}, alpha={a0:g}: SparsyFed per-round regrowth (aggregate density minus "
+        f"upload density) at least {REGROWTH_FACTOR:g}x below Top-K's (95% lower bound)",
+        "about 200x less per-round weight regrowth than prior sparse FL methods (Sec. 5.3: "
+        "global model stays at the target sparsity, Top-K/ZeroFL drift to 83%/47%)",
+        f"{rg(sf):.2e} vs Top-K {rg(topk):.2e}: ratio {x(ratio)}; fails if the lower bound "
+        f"< {REGROWTH_FACTOR:g}x",
+        np.exp(ratio["lo"]) >= REGROWTH_FACTOR,
+        interval={k: float(np.exp(v)) if k != "n" else v for k, v in ratio.items()},
+        control={
+            "what": "the same ratio for SparsyFed with beta = 1 (no Powerpropagation)",
+            "ours": f"ratio {x(ctrl)}",
+            "holds": bool(np.exp(ctrl["lo"]) >= REGROWTH_FACTOR),
+        },
+    )
+
+
+def compute_claims(cfg: Config, metrics: dict) -> list[dict]:
     claims = [
-        claim(
-            "sparsyfed-near-dense",
-            f"at s={s0:g}, alpha={a0:g}: SparsyFed accuracy within 3 points of dense FedAvg",
-            "CIFAR-10 LDA 0.1, 90% sparse: SparsyFed within ~1-3 points of dense",
-            f"{acc_sf:.3f} vs dense {acc_d:.3f} (gap {acc_d - acc_sf:+.3f})",
-            acc_sf >= acc_d - ACC_GAP,
-        ),
-        claim(
-            "sparsyfed-beats-topk",
-            f"at s={s0:g}, alpha={a0:g}: SparsyFed accuracy above Top-K",
-            "best accuracy of all sparse baselines at LDA alpha = 0.1",
-            f"{acc_sf:.3f} vs Top-K {acc_tk:.3f}",
-            acc_sf > acc_tk,
-        ),
-        claim(
-            "regrowth-5x-lower",
-            f"SparsyFed mean per-round regrowth at least {REGROWTH_FACTOR:g}x below Top-K's",
-            "about 200x less regrowth than prior sparse FL methods",
-            f"{rg_sf:.2e} vs Top-K {rg_tk:.2e} (ratio {ratio:.1f}x)",
-            ratio >= REGROWTH_FACTOR,
-        ),
+        near_dense(metrics, cfg, cfg.bench_sparsities[0]),
+        beats_topk(metrics, cfg),
+        regrowth_lower(metrics, cfg),
     ]
-    for s in cfg.bench_sparsities[1:]:
-        acc = mean(metrics, label("sparsyfed", a0, s), "accuracy")
-        claims.append(
-            claim(
-                f"sparsyfed-s{s:g}-near-dense",
-                f"at s={s:g}, alpha={a0:g}: SparsyFed accuracy within 3 points of dense",
-                "95% sparse models with negligible accuracy loss",
-                f"{acc:.3f} vs dense {acc_d:.3f} (gap {acc_d - acc:+.3f})",
-                acc >= acc_d - ACC_GAP,
-            )
-        )
+    claims += [
+        near_dense(metrics, cfg, s) for s in cfg.bench_sparsities[1:] if s <= NEAR_DENSE_MAX_S
+    ]
     return claims
 
 
@@ -102,10 +177,11 @@ def flower_timing(cfg: Config) -> list[dict]:
             "what": f"seconds per round, {small.clients_per_round} clients, "
             f"{small.rounds} rounds (Flower time includes Ray actor start-up); "
             f"max |global model difference| = {same:.1e}",
-            "ours_s": round(loop_s, 4),
+            "unit": "s",
+            "higher_is_better": False,
+            "ours_value": round(loop_s, 4),
             "peer": "flwr 1.42 run_simulation (Ray)",
-            "peer_s": round(flwr_total / small.rounds, 4),
-            "ratio": round(flwr_total / small.rounds / loop_s, 2),
+            "peer_value": round(flwr_total / small.rounds, 4),
         }
     ]
 
@@ -141,9 +217,16 @@ def plot(cfg: Config, histories: dict[str, dict], path: Path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for key, h in histories.items():
         axes[0].plot(h["eval_round"], h["acc_dense"], marker="o", label=key)
-        axes[1].plot(h["round"][1:], h["regrowth"][1:], label=key)
+        axes[1].plot(h["round"], h["regrowth"], label=key)
         axes[2].plot(h["round"], h["iou"], label=key)
-    for ax, title in zip(axes, ("test accuracy (dense aggregate)", "regrowth", "client mask IoU")):
+    for ax, title in zip(
+        axes,
+        (
+            "test accuracy (dense aggregate)",
+            "regrowth (aggregate - upload density)",
+            "client mask IoU",
+        ),
+    ):
         ax.set_title(title)
         ax.set_xlabel("round")
     axes[1].set_yscale("symlog", linthresh=1e-5)
@@ -179,9 +262,12 @@ def run_bench(cfg: Config) -> dict:
     metrics = {k: {m: summarize(v) for m, v in d.items()} for k, d in per_run.items()}
     claims = compute_claims(cfg, metrics)
     performance = comm_performance(cfg, metrics)
+    skipped = []
     if cfg.flower_rounds > 0:
         performance += flower_timing(dataclasses.replace(cfg, seed=cfg.seeds[0]))
-    plot(cfg, histories, Path(cfg.results_dir) / "figures" / f"{cfg.name}_curves.png")
+    else:
+        skipped.append({"id": "round-time-inprocess-vs-flower", "why": FLOWER_SKIP})
+    plot(cfg, histories, Path(cfg.results_dir) / "figures" / f"{cfg.name}-curves.png")
     doc = results_document(
         PAPER,
         cfg.name,
@@ -192,5 +278,11 @@ def run_bench(cfg: Config) -> dict:
         cfg.device,
         performance,
     )
+    doc["skipped"] = skipped
+    doc["grid"] = {
+        "seeds": list(cfg.seeds),
+        "rounds": cfg.rounds,
+        "runs": [list(r) for r in grid(cfg)],
+    }
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

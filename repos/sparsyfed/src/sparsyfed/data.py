@@ -1,4 +1,5 @@
-"""Data: sklearn digits (quick), the CIFAR-10 python pickles (full), and the LDA client split.
+"""Data: sklearn digits (quick), CIFAR-10 python pickles (full), a synthetic CIFAR-10-shaped set
+written in that same format (paper preset), and the LDA client split.
 
 Nothing is downloaded: digits ships inside the scikit-learn wheel, CIFAR-10 is read from a local
 folder in its standard "python version" format (data_batch_1..5, test_batch).
@@ -34,13 +35,20 @@ CIFAR_STD = (0.2470, 0.2435, 0.2616)
 
 
 def _read_cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with path.open("rb") as fh:
-        batch = pickle.load(fh, encoding="bytes")
     try:
+        with path.open("rb") as fh:
+            batch = pickle.load(fh, encoding="bytes")
         data, labels = batch[b"data"], batch[b"labels"]
+        images = np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32)
+        labels = np.asarray(labels, dtype=np.int64).reshape(-1)
     except KeyError as exc:
         raise ValueError(f"{path} is not a CIFAR-10 python batch (no {exc.args[0]!r})") from None
-    return np.asarray(data, dtype=np.uint8).reshape(-1, 3, 32, 32), np.asarray(labels)
+    except (pickle.UnpicklingError, EOFError, TypeError, ValueError, AttributeError) as exc:
+        # a truncated or foreign file: unpickling, indexing or reshaping fails
+        raise ValueError(f"{path} is not a CIFAR-10 python batch ({exc})") from None
+    if len(labels) != len(images) or (len(labels) and not 0 <= labels.min() <= labels.max() < 10):
+        raise ValueError(f"{path}: {len(images)} images but {len(labels)} labels in 0..9")
+    return images, labels
 
 
 def load_cifar10(folder: str | Path) -> tuple[Dataset, Dataset]:
@@ -62,6 +70,50 @@ def load_cifar10(folder: str | Path) -> tuple[Dataset, Dataset]:
     xtr = np.concatenate([p[0] for p in parts])
     ytr = np.concatenate([p[1] for p in parts])
     return as_t(xtr, ytr), as_t(*_read_cifar_batch(folder / "test_batch"))
+
+
+SYNTH_TRAIN, SYNTH_TEST = 6_400, 2_000  # 20 clients x ~320 images: ~20 steps of 16
+
+
+def synthetic_cifar10(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """n CIFAR-10-shaped uint8 images (N, 3072) of 10 classes of noisy coloured gratings.
+
+    Class c sets the grating's orientation (c mod 5) * 36 degrees, its frequency (3 or 5
+    cycles per image for c < 5 / c >= 5) and a colour; each image jitters all three (orientation
+    by 14 degrees, frequency by 15%, colour by 0.15), draws phase, contrast and background at
+    random and adds pixel noise, so neighbouring classes overlap and no pixel is a label.
+    """
+    rng = np.random.default_rng(seed)
+    colours = np.random.default_rng(1234).uniform(0.2, 1.0, (10, 3))
+    labels = rng.integers(0, 10, n)
+    theta = np.pi * (labels % 5) / 5 + rng.normal(0, 0.25, n)
+    freq = np.where(labels < 5, 3.0, 5.0) * rng.uniform(0.85, 1.15, n)
+    phase, contrast = rng.uniform(0, 2 * np.pi, n), rng.uniform(0.3, 1.0, n)
+    yy, xx = np.meshgrid(np.arange(32) / 32, np.arange(32) / 32, indexing="ij")
+    proj = np.cos(theta)[:, None, None] * xx + np.sin(theta)[:, None, None] * yy
+    wave = np.sin(2 * np.pi * freq[:, None, None] * proj + phase[:, None, None])
+    colour = colours[labels] + rng.normal(0, 0.15, (n, 3))
+    background = rng.uniform(0.3, 0.7, (n, 3, 1, 1))
+    img = background + 0.35 * (contrast[:, None, None] * wave)[:, None] * colour[:, :, None, None]
+    img = img + rng.normal(0, 0.25, img.shape)
+    pixels = (np.clip(img, 0, 1) * 255).round().astype(np.uint8).reshape(n, 3072)
+    return pixels, labels
+
+
+def write_synthetic_cifar10(
+    folder: str | Path, n_train: int = SYNTH_TRAIN, n_test: int = SYNTH_TEST, seed: int = 0
+) -> Path:
+    """Write the synthetic set as CIFAR-10 python batches (data_batch_1..5, test_batch)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    x, y = synthetic_cifar10(n_train + n_test, seed)
+    chunks = np.array_split(np.arange(n_train), 5)
+    named = [(f"data_batch_{i + 1}", idx) for i, idx in enumerate(chunks)]
+    for name, idx in [*named, ("test_batch", np.arange(n_train, n_train + n_test))]:
+        batch = {b"data": x[idx], b"labels": y[idx].tolist(), b"batch_label": name.encode()}
+        with (folder / name).open("wb") as fh:
+            pickle.dump(batch, fh)
+    return folder
 
 
 def lda_partition(

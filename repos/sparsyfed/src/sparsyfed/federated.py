@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -18,10 +19,12 @@ from . import data
 from .baselines import MethodSpec, method_spec
 from .config import Config
 from .models import build_model
-from .powerprop import sparsy_layers
+from .powerprop import reset_activation_thresholds, sparsy_layers
 from .sparsity import (
+    aggregation_regrowth,
     count_nonzeros,
     global_magnitude_prune,
+    iou,
     layer_densities,
     mean_pairwise_iou,
     prunable_masks,
@@ -54,6 +57,8 @@ def load_split(cfg_key: tuple) -> tuple[data.Dataset, data.Dataset, list[np.ndar
     if dataset == "digits":
         train, test = data.load_digits(seed)
     else:
+        if dataset == "synth_cifar10" and not (Path(data_dir) / "test_batch").exists():
+            data.write_synthetic_cifar10(data_dir)
         train, test = data.load_cifar10(data_dir)
     parts = data.lda_partition(train[1].numpy(), n_clients, alpha, seed)
     return train, test, parts
@@ -89,6 +94,7 @@ def local_train(
     so the received mask survives local training (weight decay leaves zeros at zero).
     """
     model.load_state_dict(state)
+    reset_activation_thresholds(model)
     model.train()
     frozen = [(m.weight, m.weight.detach() != 0) for _, m in sparsy_layers(model)]
     opt = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=cfg.weight_decay)
@@ -173,20 +179,26 @@ def run_federated(
     hist: dict[str, list[float]] = {
         k: []
         for k in (
-            "round", "regrowth", "density", "iou", "uploaded_nonzeros", "seconds",
+            "round", "regrowth", "mask_regrowth", "density", "upload_density", "iou",
+            "uploaded_nonzeros", "seconds",
             "eval_round", "acc_dense", "acc_pruned",
         )
     }  # fmt: skip
+    hist["acc_init"] = [accuracy(model, global_state, xte, yte)]  # the untrained floor
+    init_mask = prunable_masks(pruned_copy(model, global_state, spec.sparsity), names)
     for t in range(1, cfg.rounds + 1):
         tic = time.perf_counter()
         replies = [client_round(cfg, model, global_state, c, t) for c in sample_clients(cfg, t)]
         states = [s for s, _ in replies]
         global_state = fedavg(states, [n for _, n in replies])
         mask = prunable_masks(global_state, names)
+        uploads = [prunable_masks(s, names) for s in states]
         hist["round"].append(t)
-        hist["regrowth"].append(regrowth(prev_mask, mask))
+        hist["regrowth"].append(aggregation_regrowth(uploads, mask))
+        hist["mask_regrowth"].append(regrowth(prev_mask, mask))
         hist["density"].append(float(mask.float().mean()))
-        hist["iou"].append(mean_pairwise_iou([prunable_masks(s, names) for s in states]))
+        hist["upload_density"].append(float(torch.stack(uploads).float().mean()))
+        hist["iou"].append(mean_pairwise_iou(uploads))
         hist["uploaded_nonzeros"].append(float(sum(count_nonzeros(s) for s in states)))
         hist["seconds"].append(time.perf_counter() - tic)
         prev_mask = mask
@@ -197,5 +209,7 @@ def run_federated(
             hist["acc_pruned"].append(accuracy(model, pruned, xte, yte))
         if on_round is not None:
             on_round(t, {k: v[-1] for k, v in hist.items() if v})
+    # 1.0: the final mask is magnitude pruning of the untrained init (pruning at init)
+    hist["init_mask_iou"] = [iou(init_mask, prunable_masks(global_state, names))]
     model.load_state_dict(global_state)
     return global_state, hist, layer_densities(model)

@@ -6,8 +6,10 @@ Section 3 of the paper (and `sparsyfed_modules.py` in the official code):
   ``theta = sign(omega) * |omega|**beta`` (recomputed each time, never written back), so autograd
   gives ``dL/domega = beta * |omega|**(beta - 1) * dL/dtheta`` ("rich get richer").
 * Activation pruning: the forward output uses the dense input x; for the weight gradient the layer
-  keeps only the ``ceil((1 - s_l) * n)`` largest-magnitude entries of x, where s_l is the current
-  fraction of zeros of the layer's theta (adaptive per layer, no extra hyperparameter).
+  keeps only the ``ceil((1 - s_l) * n)`` largest-magnitude entries of x (ties kept), where s_l is
+  the current fraction of zeros of the layer's theta (adaptive per layer, no extra
+  hyperparameter). Linear layers take a fresh top-k every batch; conv layers cache the first
+  batch's threshold and reuse it, as the official `SparsyFedConv2D.in_threshold`.
 """
 
 from __future__ import annotations
@@ -41,18 +43,28 @@ def truncated_normal_init(
     return out
 
 
-def topk_keep(x: torch.Tensor, keep: float) -> torch.Tensor:
-    """Copy of x keeping exactly ceil(keep * n) largest-|x| entries over the whole tensor."""
+def topk_threshold(x: torch.Tensor, keep: float) -> float:
+    """|x| of the k-th largest entry, k = ceil(keep * n), over the whole tensor."""
     n = x.numel()
-    k = min(n, math.ceil(keep * n - 1e-9))
-    if k >= n:
+    k = min(n, max(1, math.ceil(keep * n - 1e-9)))
+    return float(x.detach().abs().reshape(-1).topk(k, sorted=False).values.min())
+
+
+def drop_below(x: torch.Tensor, threshold: float) -> torch.Tensor:
+    """Copy of x with every entry of |x| < threshold set to zero (ties at it are kept)."""
+    return x * (x.abs() >= threshold)
+
+
+def topk_keep(x: torch.Tensor, keep: float) -> torch.Tensor:
+    """x with the ceil(keep * n) largest |x| kept, and every tie at the k-th value too.
+
+    As the official `matrix_drop` / `drop_nhwc_send_th` (a threshold, not an index set): when
+    entries tie at the threshold all of them are kept, so the count can exceed k. After a ReLU
+    the ties are zeros, which add nothing to the weight gradient.
+    """
+    if keep >= 1.0:
         return x
-    flat = x.reshape(-1)
-    out = torch.zeros_like(flat)
-    if k > 0:
-        idx = flat.abs().topk(k, sorted=False).indices
-        out[idx] = flat[idx]
-    return out.view_as(x)
+    return drop_below(x, topk_threshold(x, keep))
 
 
 def zero_fraction(t: torch.Tensor) -> float:
@@ -60,11 +72,11 @@ def zero_fraction(t: torch.Tensor) -> float:
 
 
 class _SparseInputLinear(torch.autograd.Function):
-    """y = x theta^T + b with dL/dtheta = g^T x~ (x~ = top-k pruned x), dL/dx = g theta."""
+    """y = x theta^T + b with dL/dtheta = g^T x~ (x~ = pruned x), dL/dx = g theta."""
 
     @staticmethod
-    def forward(ctx, x, theta, bias, keep):
-        ctx.save_for_backward(topk_keep(x, keep), theta)
+    def forward(ctx, x, x_pruned, theta, bias):
+        ctx.save_for_backward(x_pruned, theta)
         ctx.has_bias = bias is not None
         return F.linear(x, theta, bias)
 
@@ -74,26 +86,41 @@ class _SparseInputLinear(torch.autograd.Function):
         g2 = g.reshape(-1, g.shape[-1])
         grad_theta = g2.t() @ x_pruned.reshape(-1, x_pruned.shape[-1])
         grad_bias = g2.sum(0) if ctx.has_bias else None
-        return g @ theta, grad_theta, grad_bias, None
+        grad_x = g @ theta if ctx.needs_input_grad[0] else None
+        return grad_x, None, grad_theta, grad_bias
 
 
 class _SparseInputConv2d(torch.autograd.Function):
-    """Conv2d whose weight gradient sees the top-k pruned input (global over N*C*H*W)."""
+    """Conv2d whose weight gradient sees the pruned input x~.
+
+    One `convolution_backward` call on x~ gives both gradients: dL/dx depends only on the
+    shape of the input, not on its values, so it is the dense layer's dL/dx.
+    """
 
     @staticmethod
-    def forward(ctx, x, theta, bias, keep, stride, padding):
-        ctx.save_for_backward(topk_keep(x, keep), theta)
-        ctx.conf = (x.shape, stride, padding, bias is not None)
+    def forward(ctx, x, x_pruned, theta, bias, stride, padding):
+        ctx.save_for_backward(x_pruned, theta)
+        ctx.conf = (stride, padding, bias is not None)
         return F.conv2d(x, theta, bias, stride, padding)
 
     @staticmethod
     def backward(ctx, g):
         x_pruned, theta = ctx.saved_tensors
-        shape, stride, padding, has_bias = ctx.conf
-        grad_x = torch.nn.grad.conv2d_input(shape, theta, g, stride, padding)
-        grad_theta = torch.nn.grad.conv2d_weight(x_pruned, theta.shape, g, stride, padding)
-        grad_bias = g.sum((0, 2, 3)) if has_bias else None
-        return grad_x, grad_theta, grad_bias, None, None, None
+        stride, padding, has_bias = ctx.conf
+        grad_x, grad_theta, grad_bias = torch.ops.aten.convolution_backward(
+            g.contiguous(),
+            x_pruned,
+            theta,
+            [theta.shape[0]] if has_bias else None,
+            list(stride),
+            list(padding),
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [ctx.needs_input_grad[0], True, has_bias],
+        )
+        return grad_x, None, grad_theta, grad_bias if has_bias else None, None, None
 
 
 class _SparsyMixin:
@@ -129,7 +156,7 @@ class SparsyLinear(_SparsyMixin, nn.Linear):
         keep = self.keep_ratio(theta)
         if keep >= 1.0:
             return F.linear(x, theta, self.bias)
-        return _SparseInputLinear.apply(x, theta, self.bias, keep)
+        return _SparseInputLinear.apply(x, topk_keep(x.detach(), keep), theta, self.bias)
 
 
 class SparsyConv2d(_SparsyMixin, nn.Conv2d):
@@ -149,6 +176,9 @@ class SparsyConv2d(_SparsyMixin, nn.Conv2d):
     ):
         super().__init__(c_in, c_out, kernel, stride=stride, padding=padding, bias=bias)
         self.beta, self.act_prune = beta, act_prune
+        # |x| threshold of the first pruned batch, reused by the later batches of one local
+        # training (official `in_threshold`); `reset_activation_thresholds` clears it.
+        self.in_threshold: float | None = None
         with torch.no_grad():
             u = truncated_normal_init(tuple(self.weight.shape), c_in * kernel * kernel, gen)
             self.weight.copy_(inverse_power_transform(u, beta))
@@ -160,7 +190,17 @@ class SparsyConv2d(_SparsyMixin, nn.Conv2d):
         keep = self.keep_ratio(theta)
         if keep >= 1.0:
             return F.conv2d(x, theta, self.bias, self.stride, self.padding)
-        return _SparseInputConv2d.apply(x, theta, self.bias, keep, self.stride, self.padding)
+        if self.in_threshold is None:  # first pruned batch of this local training
+            self.in_threshold = topk_threshold(x, keep)
+        x_pruned = drop_below(x.detach(), self.in_threshold)
+        return _SparseInputConv2d.apply(x, x_pruned, theta, self.bias, self.stride, self.padding)
+
+
+def reset_activation_thresholds(model: nn.Module) -> None:
+    """Forget the cached conv thresholds (the official client rebuilds its net every round)."""
+    for _, m in sparsy_layers(model):
+        if isinstance(m, SparsyConv2d):
+            m.in_threshold = None
 
 
 def sparsy_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:

@@ -47,9 +47,13 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, **extra: Any
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `extra` carries the
+    paired interval and the negative control's verdict."""
+    out = {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    return out | extra
 
 
 def git_commit() -> str | None:

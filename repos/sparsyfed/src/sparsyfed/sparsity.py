@@ -54,8 +54,24 @@ def prunable_masks(state: dict[str, torch.Tensor], names: list[str]) -> torch.Te
 
 
 def regrowth(prev_mask: torch.Tensor, mask: torch.Tensor) -> float:
-    """|{k: w_{t-1}[k] = 0 and w_t[k] != 0}| / |w| (weights that came back to life)."""
+    """|{k: w_{t-1}[k] = 0 and w_t[k] != 0}| / |w|: global-mask flips from zero to non-zero.
+
+    Under Powerpropagation this is 0 by construction (a zero omega gets zero gradient and FedAvg
+    of zeros is zero), so it is reported, never claimed; see `aggregation_regrowth`.
+    """
     return float((~prev_mask & mask).sum()) / mask.numel()
+
+
+def aggregation_regrowth(uploads: list[torch.Tensor], aggregate: torch.Tensor) -> float:
+    """Per-round weight regrowth as the paper measures it (Sec. 5.3, Fig. 6 right): the density
+    of the aggregate minus the mean density of the uploads it was made from.
+
+    Each client uploads a model at the target density; FedAvg's non-zeros are the union of the
+    upload masks, so every weight that one client kept and another pruned comes back in the
+    global model. 0 iff all clients upload the same mask; grows as their masks disagree.
+    """
+    upload_density = float(torch.stack(uploads).float().mean())
+    return float(aggregate.float().mean()) - upload_density
 
 
 def iou(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -24,14 +24,17 @@ def summarize_run(
     dense_upload = float(n_params * cfg.clients_per_round * cfg.rounds)
     uploaded = float(sum(hist["uploaded_nonzeros"]))
     target_density = 1.0 - (cfg.sparsity if cfg.method != "dense" else 0.0)
-    later = hist["regrowth"][1:] or hist["regrowth"]  # round 1 starts from the dense init
+    flips = hist["mask_regrowth"][1:] or hist["mask_regrowth"]  # round 1: from the dense init
     return {
         "accuracy": hist["acc_dense"][-1],
         "accuracy_pruned": hist["acc_pruned"][-1],
-        "mean_regrowth": float(np.mean(later)),
+        "accuracy_untrained": hist["acc_init"][0],
+        "mean_regrowth": float(np.mean(hist["regrowth"])),
+        "mean_mask_regrowth": float(np.mean(flips)),
         "final_density": hist["density"][-1],
         "density_excess": hist["density"][-1] - target_density,
         "mean_iou": float(np.mean(hist["iou"])),
+        "init_mask_iou": hist["init_mask_iou"][0],
         "uploaded_nonzeros": uploaded,
         "comm_ratio": dense_upload / uploaded,
         "seconds_per_round": float(np.mean(hist["seconds"])),
