@@ -24,6 +24,8 @@ SHRINK = {
     "pretrain_epochs": 1,
     "epochs": 1,
     "seeds": (0,),
+    "lr_grid": (3e-3,),
+    "scale_grid": (1.0,),
     "quiet": True,
 }
 

@@ -1,51 +1,82 @@
-"""The benchmark writes a results file in the meta-repo schema with computed claims and figures."""
+"""The benchmark: schema, tuning record, claims with controls, figures; the claim logic on
+hand-made numbers (a clear win holds, noise and the shuffled control do not); the paper preset at
+tiny size."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-from flora.bench import params_to_tol, run_bench
+from conftest import SHRINK
+
+from flora.bench import run_bench
+from flora.claims import SHUFFLED, above_at_every_budget, comparison_claim, paired
+from flora.config import PRESETS
 
 
-def test_bench_writes_schema_claims_performance_and_figures(tiny):
+def test_bench_writes_schema_tuning_claims_performance_and_figures(tiny):
     doc = run_bench(tiny)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
-    for key in (
-        "paper",
-        "mode",
-        "created",
-        "environment",
-        "wall_seconds",
-        "seeds",
-        "metrics",
-        "claims",
-    ):
+    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics",
+                "claims", "tuning"):  # fmt: skip
         assert key in doc
-    assert {"FLoRA", "LoRA", "LoHa", "LoKr", "Full FT", "Linear probe", "BitFit"} <= set(
-        doc["metrics"]
+    names = {"FLoRA", "FLoRA-flat", "LoRA", "DoRA", "LoCon-Tucker", "LoHa", "LoKr", "Full FT",
+             "Linear probe", "BitFit", SHUFFLED}  # fmt: skip
+    assert names <= set(doc["metrics"])
+    assert (
+        "vit_r4_mean_acc" in doc["metrics"]["DoRA"]
+        and "vit_r4_mean_acc" not in doc["metrics"]["FLoRA-flat"]
     )
-    assert len(doc["claims"]) == 3 and all(
-        isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"]
+    assert doc["tuning"]["chosen"]["cnn"]["r4"]["lora"]["grid"][0][:2] == [3e-3, 1.0]
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids == ["cnn-flora-beats-lora", "cnn-flora-beats-dora", "cnn-structure-beats-flat",
+                   "cnn-flora-near-full-ft", "vit-linear-flora-not-worse"]  # fmt: skip
+    assert all(
+        isinstance(c["holds"], bool) and c["paper"] and "control" in c for c in doc["claims"]
     )
+    assert not any(c["holds"] for c in doc["claims"])  # one seed: every interval is infinite
     assert {p["id"] for p in doc["performance"]} == {
-        "delta-w-reconstruction",
-        "forward-vs-peft-lora",
-        "forward-vs-merged",
-    }
-    assert all(p["ours_s"] > 0 and p["peer_s"] > 0 for p in doc["performance"])
+        "delta-w-reconstruction", "forward-vs-peft-lora", "forward-vs-merged"}  # fmt: skip
+    assert all(p["ours_value"] > 0 and p["peer_value"] > 0 for p in doc["performance"])
     assert sorted(f.name for f in (Path(tiny.results_dir) / "figures").iterdir()) == [
-        "structure.png",
-        "transfer.png",
-    ]
+        "structure.png", "transfer.png"]  # fmt: skip
 
 
-def test_params_to_tol_picks_the_fewest_parameters_that_recover():
-    m = {
-        "t_relerr_r1": {"mean": 0.5}, "t_params_r1": {"mean": 10.0},
-        "t_relerr_r2": {"mean": 0.01}, "t_params_r2": {"mean": 20.0},
-        "t_relerr_r3": {"mean": 0.0}, "t_params_r3": {"mean": 30.0},
-    }  # fmt: skip
-    assert params_to_tol(m, "t", (1, 2, 3), 0.05) == 20.0
-    assert params_to_tol(m, "t", (1,), 0.05) == float("inf")
+def test_paired_interval_and_claim_logic_on_known_numbers():
+    iv = paired([90.0, 91.0, 92.0], [80.0, 80.0, 80.0])
+    assert iv["mean"] == 11.0 and 8.0 < iv["lo"] < 11.0 < iv["hi"] < 14.0
+    assert paired([1.0], [0.0])["lo"] == float("-inf")
+    cells = {4: {"FLoRA": [90.0, 91.0, 92.0], "LoRA": [80.0, 80.0, 80.0],
+                 SHUFFLED: [20.0, 21.0, 19.0], "FLoRA-flat": [85.0, 75.0, 81.0]}}  # fmt: skip
+    assert above_at_every_budget(cells, "FLoRA", "LoRA", 0.0)[0]
+    assert not above_at_every_budget(cells, "FLoRA-flat", "LoRA", 0.0)[0]  # noise: interval spans 0
+    two = {**cells, 8: {**cells[4], "FLoRA": [80.0, 80.5, 79.0]}}
+    assert not above_at_every_budget(two, "FLoRA", "LoRA", 0.0)[0]  # fails at one budget
+    c = comparison_claim("x", "s", "p", cells, "LoRA", 0.0, "FLoRA-flat")
+    assert c["holds"] and not c["control"]["holds"] and not c["ablation"]["holds"]
+
+
+def test_paper_preset_runs_at_tiny_size(tmp_path):
+    paper = PRESETS["paper"]
+    assert (paper.seeds, paper.budget_ranks, paper.backbones) == (
+        (0, 1, 2, 3, 4),
+        (2, 4, 8),
+        ("cnn", "vit"),
+    )
+    shrink = {k: v for k, v in SHRINK.items() if k not in ("seeds", "lr_grid", "scale_grid")}
+    cfg = dataclasses.replace(paper, out=str(tmp_path / "runs"), results_dir=str(tmp_path / "res"),
+                              seeds=(0, 1), budget_ranks=(2, 4), lr_grid=(3e-3,),
+                              scale_grid=(0.5, 2.0), **shrink)  # fmt: skip
+    doc = run_bench(cfg)
+    assert doc["mode"] == "paper" and (tmp_path / "res" / "paper.json").exists()
+    assert set(doc["tuning"]["chosen"]["cnn"]) == {"r2", "r4"}
+    assert (
+        doc["tuning"]["chosen"]["cnn"]["r2"]["flora"]
+        == doc["tuning"]["chosen"]["cnn"]["r4"]["flora"]
+    )
+    assert "r=2" in doc["claims"][0]["ours"] and "r=4" in doc["claims"][0]["ours"]
+    assert len(doc["metrics"]["FLoRA"]["cnn_r2_mean_acc"]["values"]) == 2
+    assert sorted(f.name for f in (tmp_path / "res" / "figures").iterdir()) == [
+        "paper-structure.png", "paper-transfer.png"]  # fmt: skip

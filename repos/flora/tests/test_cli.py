@@ -26,7 +26,13 @@ def test_help_lists_commands(capsys):
         (["fly"], "unknown command 'fly'"),
         (["train", "--preset", "huge"], "--preset must be one of"),
         (["train", "--epochs", "0"], "epochs must be >= 1"),
-        (["train", "--method", "dora"], "method for task transfer must be one of"),
+        (["train", "--method", "lorax"], "method for task transfer must be one of"),
+        (["bench", "--tune-rank", "3"], "tune_rank 3 must be 0 or one of budget_ranks"),
+        (["train", "--data-dir", "no/such/folder"], "image folder no/such/folder has no class"),
+        (
+            ["train", "--backbones", "convnext", "--checkpoint", "no/such"],
+            "checkpoint no/such is not",
+        ),
         (["train", "--task", "structure", "--method", "full"], "method for task structure"),
     ],
 )

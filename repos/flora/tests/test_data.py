@@ -52,3 +52,20 @@ def test_image_folder_loader_reads_what_the_test_wrote(tmp_path):
     assert 0.0 <= float(x.min()) and float(x.max()) <= 1.0
     with pytest.raises(ValueError, match="no class sub-folders"):
         data.load_image_folder(tmp_path / "cat", 8)
+
+
+def test_unreadable_image_is_a_one_line_error_naming_the_file(tmp_path):
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        Image.fromarray(np.zeros((4, 4, 3), dtype=np.uint8)).save(tmp_path / cls / "0.png")
+    (tmp_path / "b" / "broken.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match=r"image file .*broken.png cannot be read"):
+        data.load_image_folder(tmp_path, 8)
+
+
+def test_splits_are_disjoint_and_validation_is_carved_from_train():
+    task = data.digits_tasks(0)["shift"]
+    n = {s: len(task[f"y_{s}"]) for s in ("train", "val", "test")}
+    assert n["val"] > 0 and abs(n["val"] - n["train"] / 3) <= 1
+    rows = {s: {tuple(r.flatten().tolist()) for r in task[f"x_{s}"]} for s in n}
+    assert not rows["val"] & rows["test"] and len(rows["train"] & rows["val"]) < n["val"] // 4

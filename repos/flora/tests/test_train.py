@@ -47,5 +47,6 @@ def test_full_preset_runs_one_step_at_tiny_size_on_an_image_folder(tmp_path):
         convnext_dims=(8, 16), image_size=16, pretrain_epochs=1, epochs=1, data_dir=str(tmp_path / "imgs"),
     )  # fmt: skip
     metrics = train_and_evaluate(full, tmp_path / "run")
-    assert set(metrics) == {"convnext_folder_acc", "convnext_trainable"}
+    assert set(metrics) == {"convnext_folder_acc", "convnext_folder_val_acc", "convnext_trainable",
+                            "convnext_rank"}  # fmt: skip
     assert (tmp_path / "run" / "convnext_folder.safetensors").exists()

@@ -25,15 +25,16 @@ RankSpec = Sequence[int] | Callable[[tuple[int, ...]], Sequence[int]]
 
 
 def tucker_delta(core: torch.Tensor, factors: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
-    """dW = s * G x_1 A1 ... x_N AN (the paper's Tucker update).
+    """dW = s * G x_1 A1 ... x_N AN (the paper's Tucker update), in the weight's own mode order.
 
-    Each tensordot contracts the core's current leading rank mode with the next factor and appends
-    that factor's size d_n as the last mode, so after N steps the modes are (d_1, ..., d_N): the
-    weight's own layout, with no final transpose to forget.
+    Modes are multiplied in order of growth d_n / r_n, smallest first: square kernel factors
+    (3 x 3) keep the intermediate at the core's size, so the large channel modes are expanded
+    last. Measured on a (256, 256, 3, 3) weight this is ~6x faster than tensorly's
+    `tucker_to_tensor`, which goes mode by mode (the benchmark's performance row).
     """
     w = core
-    for a in factors:
-        w = torch.tensordot(w, a, dims=([0], [1]))
+    for n in sorted(range(len(factors)), key=lambda n: factors[n].shape[0] / factors[n].shape[1]):
+        w = torch.movedim(torch.tensordot(factors[n], w, dims=([1], [n])), 0, n)
     return scale * w
 
 
@@ -79,17 +80,43 @@ def ranks_within_lora_budget(lora_rank: int) -> Callable[[tuple[int, ...]], tupl
     return rule
 
 
+def _hf_conv1d() -> type | None:
+    """transformers' GPT-2 `Conv1D` (a Linear with an (in, out) weight), when transformers is there."""
+    try:
+        from transformers.pytorch_utils import Conv1D
+    except ImportError:
+        return None
+    return Conv1D
+
+
+def supported_types() -> tuple[type, ...]:
+    return SUPPORTED + ((c,) if (c := _hf_conv1d()) else ())
+
+
 class FLoRA(nn.Module):
-    """A Linear/Conv1d/Conv2d/Conv3d with a frozen base weight and a trainable Tucker update."""
+    """A Linear/Conv1d/Conv2d/Conv3d (or HF Conv1D) with a frozen weight and a trainable Tucker update.
+
+    Modes follow the weight's own layout: (out, in/groups, k...) for nn layers, (in, out) for HF
+    Conv1D. `flat=True` is the ablation without the paper's ingredient: the same core-and-factors
+    update on the (out, in*k*...) matrix (a three-factor LoRA), reshaped to the weight.
+    """
 
     def __init__(
-        self, base: nn.Module, ranks: Sequence[int], scale: float = 1.0, dropout: float = 0.0
+        self,
+        base: nn.Module,
+        ranks: Sequence[int],
+        scale: float = 1.0,
+        dropout: float = 0.0,
+        flat: bool = False,
     ):
         super().__init__()
-        if not isinstance(base, SUPPORTED):
-            names = ", ".join(c.__name__ for c in SUPPORTED)
+        if not isinstance(base, supported_types()):
+            names = ", ".join(c.__name__ for c in supported_types())
             raise TypeError(f"FLoRA supports {names}; got {type(base).__name__}")
         shape = tuple(base.weight.shape)  # grouped conv: (out, in/groups, k...), as conv uses it
+        self.flat = flat and len(shape) > 2
+        if self.flat:
+            shape = (shape[0], math.prod(shape[1:]))
         self.ranks = check_ranks(shape, ranks)
         self.scale = float(scale)
         self.base = base.requires_grad_(False)
@@ -98,13 +125,17 @@ class FLoRA(nn.Module):
             nn.Parameter(torch.empty(d, r, dtype=base.weight.dtype))
             for d, r in zip(shape, self.ranks)
         )
-        for a in self.factors:  # official conv code: Kaiming-normal factors (a = sqrt 3), zero core
-            nn.init.kaiming_normal_(a, a=math.sqrt(3))
+        for a in self.factors:  # the core is zero, so dW = 0 at the start either way
+            if len(shape) == 2:  # official LLM code (A G B^T): Kaiming-uniform, a = sqrt 5
+                nn.init.kaiming_uniform_(a, a=math.sqrt(5))
+            else:  # official conv code: Kaiming-normal, a = sqrt 3
+                nn.init.kaiming_normal_(a, a=math.sqrt(3))
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
         self.merged = False
 
     def delta_weight(self) -> torch.Tensor:
-        return tucker_delta(self.core, list(self.factors), self.scale)
+        delta = tucker_delta(self.core, list(self.factors), self.scale)
+        return delta.reshape(self.base.weight.shape) if self.flat else delta
 
     def apply_weight(
         self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
@@ -112,7 +143,10 @@ class FLoRA(nn.Module):
         """The base layer's operation (stride, padding, dilation, groups) with another weight."""
         if isinstance(self.base, nn.Linear):
             return F.linear(x, weight, bias)
-        return self.base._conv_forward(x, weight, bias)
+        if isinstance(self.base, nn.modules.conv._ConvNd):
+            return self.base._conv_forward(x, weight, bias)
+        out = x @ weight  # HF Conv1D: y = x W + b with W of shape (in, out)
+        return out if bias is None else out + bias
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.merged:
@@ -137,7 +171,12 @@ class FLoRA(nn.Module):
 
 
 def apply_flora(
-    model: nn.Module, pattern: str, ranks: RankSpec, scale: float = 1.0, dropout: float = 0.0
+    model: nn.Module,
+    pattern: str,
+    ranks: RankSpec,
+    scale: float = 1.0,
+    dropout: float = 0.0,
+    flat: bool = False,
 ) -> list[str]:
     """Freeze `model` and replace every module whose qualified name fully matches the regex
     `pattern` by a FLoRA wrapper. `ranks` is one rank per weight mode, or a rule shape -> ranks.
@@ -151,14 +190,17 @@ def apply_flora(
         parent_name, _, child = name.rpartition(".")
         parent = model.get_submodule(parent_name)
         base = getattr(parent, child)
-        if not isinstance(base, SUPPORTED):
-            supported = ", ".join(c.__name__ for c in SUPPORTED)
+        if not isinstance(base, supported_types()):
+            supported = ", ".join(c.__name__ for c in supported_types())
             raise TypeError(
                 f"module {name!r} is a {type(base).__name__}; FLoRA supports {supported}"
             )
-        r = ranks(tuple(base.weight.shape)) if callable(ranks) else ranks
+        shape = tuple(base.weight.shape)
+        if flat and len(shape) > 2:
+            shape = (shape[0], math.prod(shape[1:]))
+        r = ranks(shape) if callable(ranks) else ranks
         try:
-            setattr(parent, child, FLoRA(base, r, scale, dropout))
+            setattr(parent, child, FLoRA(base, r, scale, dropout, flat))
         except ValueError as exc:
             raise ValueError(f"module {name!r}: {exc}") from None
     return names

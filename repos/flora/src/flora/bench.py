@@ -1,161 +1,179 @@
-"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics,
-performance figures measured in the same run, figures under results/figures/."""
+"""Benchmark: every method tuned on the same lr x scale grid, then run over the preset's seeds at
+each parameter budget; claims computed from the paired per-seed results; the structure task and
+the performance figures reported beside them; figures under results/figures/."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
+from .baselines import ADAPTERS
+from .claims import SHUFFLED, transfer_claims
 from .config import METHODS, STRUCTURE_METHODS, Config, validate
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .models import LINEAR_ONLY
+from .results import atomic_write_json, results_document, save_figure, summarize
 from .train import train_and_evaluate
 
 PAPER = "flora"
-NAMES = {"flora": "FLoRA", "lora": "LoRA", "loha": "LoHa", "lokr": "LoKr", "full": "Full FT",
+NAMES = {"flora": "FLoRA", "flora_flat": "FLoRA-flat", "lora": "LoRA", "dora": "DoRA",
+         "locon_tucker": "LoCon-Tucker", "loha": "LoHa", "lokr": "LoKr", "full": "Full FT",
          "linear_probe": "Linear probe", "bitfit": "BitFit"}  # fmt: skip
-RATIO_NEEDED = 2.0  # FLoRA must recover the Tucker target with at least 2x fewer parameters
-FULL_FT_GAP = 2.0  # accuracy points FLoRA may trail full fine-tuning by
-PAPER_SAYS = (
-    "paper (ConvNeXt on COCO, per the ICLR reviews): FLoRA beats LoRA and DoRA at every budget "
-    "and matches full fine-tuning with ~80% fewer trainable parameters (table values unconfirmed here)"
-)
+TASKS = ("shift", "rotated")
 
 
-def params_to_tol(m: dict, target: str, levels: tuple[int, ...], tol: float) -> float:
-    """Fewest parameters whose seed-mean relative error reaches tol; inf when no level does."""
-    hits = [
-        m[f"{target}_params_r{r}"]["mean"]
-        for r in levels
-        if m[f"{target}_relerr_r{r}"]["mean"] <= tol
-    ]
-    return min(hits, default=math.inf)
+def methods_for(backbone: str) -> tuple[str, ...]:
+    """On 2-D weights FLoRA-flat is FLoRA and LoCon-Tucker is LoRA: those run on convs only."""
+    same = ("flora_flat", "locon_tucker") if backbone in LINEAR_ONLY else ()
+    return tuple(m for m in METHODS if m not in same)
 
 
-def structure_claims(metrics: dict, cfg: Config) -> list[dict]:
-    lv, tol = cfg.struct_levels, cfg.struct_tol
-    f_t, l_t = (params_to_tol(metrics[n], "tucker", lv, tol) for n in ("FLoRA", "LoRA"))
-    ratio = l_t / f_t if math.isfinite(f_t) else 0.0
-    f_m, l_m = (params_to_tol(metrics[n], "matrix", lv, tol) for n in ("FLoRA", "LoRA"))
-    if math.isinf(f_m) and math.isinf(l_m):  # neither recovers it: compare errors at the top rank
-        top = f"matrix_relerr_r{lv[-1]}"
-        control = metrics["LoRA"][top]["mean"] <= metrics["FLoRA"][top]["mean"]
-    else:
-        control = l_m <= f_m
-    return [
-        claim(
-            "tucker-target-fewer-params",
-            f"on a Tucker-rank {cfg.teacher_tucker_ranks} Conv2d update FLoRA reaches relative error "
-            f"<= {tol} with >= {RATIO_NEEDED}x fewer parameters than LoRA",
-            PAPER_SAYS,
-            f"FLoRA {f_t:.0f} vs LoRA {l_t:.0f} parameters to rel. err <= {tol} (ratio {ratio:.2f})",
-            math.isfinite(f_t) and ratio >= RATIO_NEEDED,
-        ),
-        claim(
-            "matrix-target-lora-ties-or-wins",
-            f"control: on a matrix-rank-{cfg.teacher_matrix_rank} update LoRA needs no more parameters "
-            "than FLoRA (the structure, not the method, decides)",
-            "not in the paper: the honest control for the structural claim",
-            f"LoRA {l_m:.0f} vs FLoRA {f_m:.0f} parameters to rel. err <= {tol}",
-            control,
-        ),
-    ]
+def grid(method: str, cfg: Config) -> list[tuple[float, float]]:
+    scales = cfg.scale_grid if method in ADAPTERS else (1.0,)
+    return [(lr, s) for lr in cfg.lr_grid for s in scales]
 
 
-def transfer_claim(metrics: dict, cfg: Config) -> dict:
-    backbone = cfg.backbones[0]  # the conv backbone the claim is about (cnn quick, convnext full)
-    keys = [k for k in metrics["FLoRA"] if k.startswith(f"{backbone}_") and k.endswith("_acc")]
-    mean = {
-        n: sum(metrics[n][k]["mean"] for k in keys) / len(keys)
-        for n in ("FLoRA", "LoRA", "Full FT")
-    }
-    f, lo, full = mean["FLoRA"], mean["LoRA"], mean["Full FT"]
-    p_f, p_l = (
-        metrics["FLoRA"][f"{backbone}_trainable"]["mean"],
-        metrics["LoRA"][f"{backbone}_trainable"]["mean"],
+def transfer_run(cfg: Config, backbone: str, method: str, rank: int, seed: int, lr: float,
+                 scale: float, shuffle: bool = False) -> dict[str, float]:  # fmt: skip
+    run = dataclasses.replace(cfg, task="transfer", backbones=(backbone,), method=method,
+                              lora_rank=rank, seed=seed, lr=lr, scale=scale, shuffle_labels=shuffle)  # fmt: skip
+    tag = "shuffled" if shuffle else method
+    workdir = (
+        Path(cfg.out) / "transfer" / backbone / f"r{rank}" / tag / f"seed{seed}-lr{lr}-s{scale}"
     )
-    return claim(
-        "transfer-flora-vs-lora-and-full",
-        f"{backbone} transfer (mean over {', '.join(k[len(backbone) + 1 : -4] for k in keys)}): "
-        f"FLoRA >= LoRA at equal budget and within {FULL_FT_GAP} points of full fine-tuning",
-        PAPER_SAYS,
-        f"FLoRA {f:.1f}% ({p_f:.0f} params) vs LoRA {lo:.1f}% ({p_l:.0f}) vs full FT {full:.1f}%",
-        f >= lo and f >= full - FULL_FT_GAP,
-    )
+    m = train_and_evaluate(run, workdir)
+    for split in ("", "val_"):
+        m[f"{backbone}_mean_{split}acc"] = float(
+            np.mean([m[f"{backbone}_{t}_{split}acc"] for t in TASKS])
+        )
+    return m
+
+
+def tune(cfg: Config, backbone: str, method: str, rank: int) -> tuple[dict, dict]:
+    """Grid search on the first seed's validation split; returns (record, the chosen run's metrics)."""
+    seed, trials = cfg.seeds[0], []
+    for lr, s in grid(method, cfg):
+        m = transfer_run(cfg, backbone, method, rank, seed, lr, s)
+        trials.append(((lr, s), m))
+    (lr, s), best = max(trials, key=lambda t: t[1][f"{backbone}_mean_val_acc"])
+    record = {"lr": lr, "scale": s,
+              "grid": [[*c, m[f"{backbone}_mean_val_acc"]] for c, m in trials]}  # fmt: skip
+    return record, best
+
+
+def run_cell(cfg: Config, backbone: str, rank: int, tuned: dict) -> tuple[dict, dict]:
+    """Every method at one budget over the seeds: ({name: per-seed metrics}, the configs used).
+    Methods missing from `tuned` are tuned here first (their grid's first-seed run is reused)."""
+    cell, chosen = {}, {}
+    for method in methods_for(backbone):
+        first = None
+        if method in tuned:
+            record = tuned[method]
+        else:
+            record, first = tune(cfg, backbone, method, rank)
+        chosen[method] = record
+        rest = cfg.seeds[1:] if first else cfg.seeds
+        runs = [transfer_run(cfg, backbone, method, rank, seed, record["lr"], record["scale"])
+                for seed in rest]  # fmt: skip
+        cell[NAMES[method]] = [first, *runs] if first else runs
+    fl = chosen["flora"]
+    cell[SHUFFLED] = [transfer_run(cfg, backbone, "flora", rank, seed, fl["lr"], fl["scale"],
+                                   shuffle=True) for seed in cfg.seeds]  # fmt: skip
+    return cell, chosen
+
+
+def run_transfer_bench(cfg: Config) -> tuple[dict, dict, dict]:
+    """(per-seed mean test accuracy [backbone][rank][name], metric lists [name][key], tuning)."""
+    results: dict = {}
+    per_method: dict[str, dict[str, list[float]]] = {}
+    tuning: dict = {}
+    for backbone in cfg.backbones:
+        ranks = sorted(cfg.budget_ranks, key=lambda r: r != cfg.tune_rank)  # the tuned one first
+        tuned: dict = {}
+        for rank in ranks:
+            cell, chosen = run_cell(cfg, backbone, rank, tuned)
+            if cfg.tune_rank:
+                tuned = chosen
+            tuning.setdefault(backbone, {})[f"r{rank}"] = chosen
+            results.setdefault(backbone, {})[rank] = {
+                name: [m[f"{backbone}_mean_acc"] for m in runs] for name, runs in cell.items()
+            }
+            for name, runs in cell.items():
+                for m in runs:
+                    for k, v in m.items():
+                        key = f"{backbone}_r{rank}_{k.removeprefix(backbone + '_')}"
+                        per_method.setdefault(name, {}).setdefault(key, []).append(v)
+        results[backbone] = dict(sorted(results[backbone].items()))
+    return results, per_method, tuning
+
+
+def run_structure_bench(cfg: Config, per_method: dict) -> None:
+    """Reported only (its outcome is fixed by parameter arithmetic, so it is a test, not a claim)."""
+    run = dataclasses.replace(cfg, task="structure", seed=cfg.seeds[0])
+    for method in STRUCTURE_METHODS:
+        workdir = Path(cfg.out) / "structure" / method
+        metrics = train_and_evaluate(dataclasses.replace(run, method=method), workdir)
+        for k, v in metrics.items():
+            per_method.setdefault(NAMES[method], {})[f"structure_{k}"] = [v]
 
 
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
-    runs = [("structure", m) for m in STRUCTURE_METHODS] + [("transfer", m) for m in METHODS]
-    per_method: dict[str, dict[str, list[float]]] = {NAMES[m]: {} for m in METHODS}
-    for seed in cfg.seeds:
-        for task, method in runs:
-            run_cfg = dataclasses.replace(cfg, seed=seed, task=task, method=method)
-            workdir = Path(cfg.out) / task / method / f"seed{seed}"
-            for key, value in train_and_evaluate(run_cfg, workdir).items():
-                per_method[NAMES[method]].setdefault(key, []).append(value)
+    results, per_method, tuning = run_transfer_bench(cfg)
+    run_structure_bench(cfg, per_method)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    claims = [*structure_claims(metrics, cfg), transfer_claim(metrics, cfg)]
+    conv = next(b for b in cfg.backbones if b not in LINEAR_ONLY)
+    linear = next((b for b in cfg.backbones if b in LINEAR_ONLY), None)
+    claims = transfer_claims(results, conv, linear)
     from .perf import performance
 
     perf = performance(cfg)
-    figures(metrics, cfg)
-    doc = results_document(
-        PAPER,
-        cfg.name,
-        list(cfg.seeds),
-        metrics,
-        claims,
-        time.perf_counter() - start,
-        cfg.device,
-        perf,
-    )
+    figures(metrics, results, cfg)
+    doc = results_document(PAPER, cfg.name, list(cfg.seeds), metrics, claims,
+                           time.perf_counter() - start, cfg.device, perf)  # fmt: skip
+    doc["tuning"] = {"lr_grid": list(cfg.lr_grid), "scale_grid": list(cfg.scale_grid),
+                     "split": "validation (a quarter of each task's train split), first seed",
+                     "chosen": tuning}  # fmt: skip
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc
 
 
-def figures(metrics: dict, cfg: Config) -> None:
+def figures(metrics: dict, results: dict, cfg: Config) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, target in zip(axes, ("tucker", "matrix")):
         for m in STRUCTURE_METHODS:
             d = metrics[NAMES[m]]
-            xs = [d[f"{target}_params_r{r}"]["mean"] for r in cfg.struct_levels]
-            ys = [max(d[f"{target}_relerr_r{r}"]["mean"], 1e-6) for r in cfg.struct_levels]
+            xs = [d[f"structure_{target}_params_r{r}"]["mean"] for r in cfg.struct_levels]
+            ys = [
+                max(d[f"structure_{target}_relerr_r{r}"]["mean"], 1e-6) for r in cfg.struct_levels
+            ]
             ax.plot(xs, ys, "o-", label=NAMES[m])
         ax.axhline(cfg.struct_tol, color="grey", ls="--", lw=0.8)
         ax.set(xscale="log", yscale="log", xlabel="trainable parameters", title=f"{target} target")
     axes[0].set_ylabel("relative error ||dW - dW*|| / ||dW*||")
     axes[0].legend()
-    save_figure(fig, Path(cfg.results_dir) / "figures" / "structure.png")
+    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}structure.png")
     plt.close(fig)
 
-    fig, axes = plt.subplots(
-        1, len(cfg.backbones), figsize=(5 * len(cfg.backbones), 4), squeeze=False
-    )
-    for ax, backbone in zip(axes[0], cfg.backbones):
-        for name, d in metrics.items():
-            accs = [
-                v["mean"]
-                for k, v in d.items()
-                if k.startswith(f"{backbone}_") and k.endswith("_acc")
-            ]
-            ax.scatter(d[f"{backbone}_trainable"]["mean"], sum(accs) / len(accs), label=name)
-        ax.set(
-            xscale="log",
-            xlabel="trainable parameters",
-            ylabel="mean test accuracy (%)",
-            title=backbone,
-        )
-    axes[0][0].legend(fontsize=8)
-    save_figure(fig, Path(cfg.results_dir) / "figures" / "transfer.png")
+    fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    for ax, (backbone, cells) in zip(axes[0], results.items()):
+        for name in next(iter(cells.values())):
+            xs = [metrics[name][f"{backbone}_r{r}_trainable"]["mean"] for r in cells]
+            ys = [float(np.mean(cells[r][name])) for r in cells]
+            ax.plot(xs, ys, "o-" if len(xs) > 1 else "o", label=name)
+        ax.set(xscale="log", xlabel="trainable parameters", ylabel="mean test accuracy (%)",
+               title=f"{backbone} (tuned, mean over seeds and tasks)")  # fmt: skip
+    axes[0][0].legend(fontsize=7)
+    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}transfer.png")
     plt.close(fig)

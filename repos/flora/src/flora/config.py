@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 
-METHODS = ("flora", "lora", "loha", "lokr", "full", "linear_probe", "bitfit")
+METHODS = (
+    "flora", "flora_flat", "lora", "dora", "locon_tucker", "loha", "lokr",
+    "full", "linear_probe", "bitfit",
+)  # fmt: skip
 STRUCTURE_METHODS = ("flora", "lora", "loha", "lokr")
-BACKBONES = ("cnn", "mlp", "convnext")
+BACKBONES = ("cnn", "mlp", "vit", "convnext")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +37,8 @@ class Config:
     task: str = "transfer"
     """What `train` runs: structure (fit a synthetic Conv2d update) or transfer (fine-tune)."""
     method: str = "flora"
-    """What `train` fits: flora, lora, loha, lokr, full, linear_probe or bitfit."""
+    """What `train` fits: flora, flora_flat (ablation: FLoRA on the flattened matrix), lora, dora,
+    locon_tucker (LyCORIS), loha, lokr, full, linear_probe or bitfit."""
     struct_channels: int = 64
     """Structure task: in = out channels of the Conv2d whose update is fitted."""
     struct_kernel: int = 3
@@ -53,26 +57,36 @@ class Config:
     """Structure task: Adam learning rate."""
     struct_tol: float = 0.05
     """Structure task: relative error ||dW - dW*|| / ||dW*|| that counts as recovered."""
-    backbones: tuple[str, ...] = ("cnn", "mlp")
-    """Transfer task: backbones to adapt (cnn, mlp, convnext)."""
+    backbones: tuple[str, ...] = ("cnn", "vit")
+    """Transfer task: backbones to adapt (cnn, mlp, vit, convnext); the first carries the claims."""
     image_size: int = 8
     """Transfer task: digits are resized to this side length (the CNN and MLP use 8)."""
     pretrain_epochs: int = 15
     """Transfer task: epochs of pretraining on digits 0-4."""
-    epochs: int = 12
+    pretrain_lr: float = 3e-3
+    """Transfer task: Adam learning rate of the pretraining (fixed: not part of any tuning)."""
+    epochs: int = 8
     """Transfer task: fine-tuning epochs."""
     batch_size: int = 32
     """Transfer task: minibatch size."""
     lr: float = 3e-3
-    """Transfer task: Adam learning rate (all methods)."""
+    """Transfer task: Adam learning rate of `train` (the benchmark tunes it on lr_grid)."""
     lora_rank: int = 4
-    """Transfer task: peft LoRA/LoHa/LoKr rank; FLoRA gets the largest ranks within LoRA's budget."""
-    lora_alpha: float = 8.0
-    """peft lora_alpha/alpha for LoRA, LoHa and LoKr (peft's default)."""
-    flora_scale: float = 4.0
-    """FLoRA scale s (4.0 in the official ConvNeXt example)."""
-    flora_dropout: float = 0.0
-    """FLoRA dropout on the adapter branch's input."""
+    """Transfer task: LoRA rank that sets the budget of `train`; every other adapter gets the
+    largest rank within LoRA's trainable count (FLoRA: layer by layer)."""
+    scale: float = 2.0
+    """Adapter scale of `train`: FLoRA's s, alpha / r for LoRA, DoRA, LoCon, LoHa and LoKr."""
+    budget_ranks: tuple[int, ...] = (4,)
+    """Benchmark: LoRA ranks that set the parameter budgets compared."""
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    """Benchmark: learning rates every method is tuned over (validation split, first seed)."""
+    scale_grid: tuple[float, ...] = (1.0, 4.0)
+    """Benchmark: adapter scales every adapter method is tuned over, crossed with lr_grid."""
+    tune_rank: int = 0
+    """Benchmark: the budget (a LoRA rank in budget_ranks) the grid search runs at, its choice
+    reused at the other budgets; 0 tunes at every budget."""
+    shuffle_labels: bool = False
+    """Negative control: train on randomly permuted labels (test labels stay true)."""
     convnext_depths: tuple[int, ...] = (3, 3, 9, 3)
     """ConvNeXt blocks per stage (ConvNeXt-T), when built from a config."""
     convnext_dims: tuple[int, ...] = (96, 192, 384, 768)
@@ -85,6 +99,14 @@ class Config:
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        seeds=(0, 1, 2, 3, 4),
+        budget_ranks=(2, 4, 8),
+        tune_rank=4,
+        scale_grid=(0.5, 2.0, 8.0),
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -102,6 +124,9 @@ PRESETS: dict[str, Config] = {
         epochs=40,
         batch_size=64,
         lora_rank=8,
+        budget_ranks=(4, 8, 16),
+        tune_rank=8,
+        scale_grid=(0.5, 2.0, 8.0),
         threads=8,
     ),
 }
@@ -127,12 +152,24 @@ def validate(cfg: Config) -> Config:
     ):
         if getattr(cfg, field) < 1:
             raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    if cfg.tune_rank and cfg.tune_rank not in cfg.budget_ranks:
+        raise ValueError(
+            f"tune_rank {cfg.tune_rank} must be 0 or one of budget_ranks {cfg.budget_ranks}"
+        )
     if cfg.pretrain_epochs < 0:
         raise ValueError(f"pretrain_epochs must be >= 0, got {cfg.pretrain_epochs}")
-    if cfg.lr <= 0 or cfg.struct_lr <= 0:
-        raise ValueError(f"lr and struct_lr must be > 0, got {cfg.lr} and {cfg.struct_lr}")
-    if not 0 <= cfg.flora_dropout < 1:
-        raise ValueError(f"flora_dropout must lie in [0, 1), got {cfg.flora_dropout}")
+    if min(cfg.lr, cfg.struct_lr, cfg.pretrain_lr) <= 0:
+        raise ValueError(
+            f"lr, struct_lr and pretrain_lr must be > 0, got {cfg.lr}, {cfg.struct_lr}, "
+            f"{cfg.pretrain_lr}"
+        )
+    if cfg.scale <= 0 or min(cfg.lr_grid, default=0) <= 0 or min(cfg.scale_grid, default=0) <= 0:
+        raise ValueError(
+            f"scale, lr_grid and scale_grid must be > 0 and non-empty, got {cfg.scale}, "
+            f"{cfg.lr_grid}, {cfg.scale_grid}"
+        )
+    if min(cfg.budget_ranks, default=0) < 1:
+        raise ValueError(f"budget_ranks must be >= 1 and non-empty, got {cfg.budget_ranks}")
     if len(cfg.teacher_tucker_ranks) != 4:
         raise ValueError(
             f"teacher_tucker_ranks needs 4 ranks (out, in, k, k), got {cfg.teacher_tucker_ranks}"

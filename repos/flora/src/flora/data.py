@@ -52,6 +52,8 @@ def digits_tasks(seed: int, size: int = 8, channels: int = 1) -> dict[str, dict[
 
     pretrain: half of the 0-4 images. shift: digits 5-9 (labels 0-4), a new label space.
     rotated: the other half of 0-4, rotated by 90 degrees (same labels, shifted inputs).
+    Each pool is split in half into train and test; a quarter of train is held out as the
+    validation split the benchmark tunes on (the test split is never used for choices).
     Images are scaled to [0, 1], resized to `size` and repeated to `channels` channels.
     """
     from sklearn.datasets import load_digits
@@ -72,14 +74,22 @@ def digits_tasks(seed: int, size: int = 8, channels: int = 1) -> dict[str, dict[
     }
     tasks = {}
     for name, (xs, ys) in pools.items():
-        tr, te = _split(len(ys), 0.5, g)
-        tasks[name] = {"x_train": xs[tr], "y_train": ys[tr], "x_test": xs[te], "y_test": ys[te]}
+        tasks[name] = _train_val_test(xs, ys, 0.5, g)
     return tasks
+
+
+def _train_val_test(
+    x: torch.Tensor, y: torch.Tensor, train_frac: float, g: torch.Generator
+) -> dict:
+    tr, te = _split(len(y), train_frac, g)
+    tr, va = (tr[i] for i in _split(len(tr), 0.75, g))
+    return {"x_train": x[tr], "y_train": y[tr], "x_val": x[va], "y_val": y[va],
+            "x_test": x[te], "y_test": y[te]}  # fmt: skip
 
 
 def load_image_folder(root: str | Path, size: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
     """Read root/<class>/<image> (the ImageFolder layout) as RGB tensors (n, 3, size, size) in [0, 1]."""
-    from PIL import Image
+    from PIL import Image, UnidentifiedImageError
 
     root = Path(root)
     classes = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
@@ -91,7 +101,10 @@ def load_image_folder(root: str | Path, size: int) -> tuple[torch.Tensor, torch.
     for label, name in enumerate(classes):
         for f in sorted((root / name).iterdir()):
             if f.suffix.lower() in IMAGE_SUFFIXES:
-                img = Image.open(f).convert("RGB").resize((size, size), Image.BILINEAR)
+                try:
+                    img = Image.open(f).convert("RGB").resize((size, size), Image.BILINEAR)
+                except (OSError, UnidentifiedImageError) as exc:
+                    raise ValueError(f"image file {f} cannot be read: {exc}") from None
                 xs.append(
                     torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1)
                 )
@@ -105,5 +118,4 @@ def load_image_folder(root: str | Path, size: int) -> tuple[torch.Tensor, torch.
 
 def folder_task(root: str | Path, size: int, seed: int) -> dict[str, torch.Tensor]:
     x, y, _ = load_image_folder(root, size)
-    tr, te = _split(len(y), 0.8, torch.Generator().manual_seed(seed))
-    return {"x_train": x[tr], "y_train": y[tr], "x_test": x[te], "y_test": y[te]}
+    return _train_val_test(x, y, 0.8, torch.Generator().manual_seed(seed))

@@ -1,4 +1,5 @@
-"""Backbones for the transfer task: a small CNN, an MLP (the N = 2 case) and a transformers ConvNeXt."""
+"""Backbones for the transfer task: a small CNN, an MLP and a ViT (the N = 2, linear-only case),
+and a transformers ConvNeXt."""
 
 from __future__ import annotations
 
@@ -6,8 +7,14 @@ import torch
 from torch import nn
 
 # Layers each backbone adapts (the stem conv sees 1 channel, so it stays frozen) and its head.
-ADAPTED = {"cnn": r"conv[234]", "mlp": r"fc[12]", "convnext": r".*(dwconv|pwconv1|pwconv2)"}
-HEAD = {"cnn": "head", "mlp": "head", "convnext": "head"}
+ADAPTED = {
+    "cnn": r"conv[234]",
+    "mlp": r"fc[12]",
+    "vit": r"backbone\.layers\.\d+\.(attention\.[qkvo]_proj|mlp\.fc[12])",
+    "convnext": r".*(dwconv|pwconv1|pwconv2)",
+}
+HEAD = {"cnn": "head", "mlp": "head", "vit": "head", "convnext": "head"}
+LINEAR_ONLY = ("mlp", "vit")  # every adapted weight is 2-D: FLoRA is A G B^T there
 
 
 class SmallCNN(nn.Module):
@@ -52,7 +59,12 @@ class ConvNeXt(nn.Module):
         from transformers import ConvNextConfig, ConvNextModel
 
         if checkpoint:
-            self.backbone = ConvNextModel.from_pretrained(checkpoint, local_files_only=True)
+            try:
+                self.backbone = ConvNextModel.from_pretrained(checkpoint, local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ValueError(
+                    f"checkpoint {checkpoint} is not a transformers ConvNeXt folder: {exc}"
+                ) from None
         else:
             config = ConvNextConfig(
                 num_stages=len(depths), depths=list(depths), hidden_sizes=list(dims), num_channels=3
@@ -62,6 +74,24 @@ class ConvNeXt(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.backbone(pixel_values=x).pooler_output)
+
+
+class ViT(nn.Module):
+    """A transformers ViT built from a config: 2x2 patches, two blocks, width 32 (ViT-shaped)."""
+
+    def __init__(self, n_classes: int, image_size: int, channels: int = 1, width: int = 32):
+        super().__init__()
+        from transformers import ViTConfig, ViTModel
+
+        config = ViTConfig(
+            image_size=image_size, patch_size=2, num_channels=channels, hidden_size=width,
+            num_hidden_layers=2, num_attention_heads=4, intermediate_size=2 * width,
+        )  # fmt: skip
+        self.backbone = ViTModel(config, add_pooling_layer=False)
+        self.head = nn.Linear(width, n_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.backbone(pixel_values=x).last_hidden_state[:, 0])
 
 
 def reset_head(model: nn.Module, n_classes: int, seed: int) -> None:

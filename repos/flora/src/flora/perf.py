@@ -26,14 +26,8 @@ def median_seconds(fn: Callable[[], object], repeats: int = 30) -> float:
 
 
 def entry(pid: str, what: str, ours: float, peer: str, peer_s: float) -> dict:
-    return {
-        "id": pid,
-        "what": what,
-        "ours_s": ours,
-        "peer": peer,
-        "peer_s": peer_s,
-        "ratio": ours / peer_s,
-    }
+    return {"id": pid, "what": what, "unit": "s", "higher_is_better": False,
+            "ours_value": ours, "peer": peer, "peer_value": peer_s}  # fmt: skip
 
 
 @torch.no_grad()
@@ -54,10 +48,9 @@ def performance(cfg: Config) -> list[dict]:
     base = SmallCNN().to(cfg.device).eval()
     x = torch.randn(256, 1, cfg.image_size, cfg.image_size, device=cfg.device)
     flora = copy.deepcopy(base)
-    apply_flora(flora, ADAPTED["cnn"], ranks_within_lora_budget(cfg.lora_rank), cfg.flora_scale)
-    lora = peft_wrap(
-        copy.deepcopy(base), "lora", ADAPTED["cnn"], cfg.lora_rank, cfg.lora_alpha, None
-    ).eval()
+    apply_flora(flora, ADAPTED["cnn"], ranks_within_lora_budget(cfg.lora_rank), cfg.scale)
+    alpha = cfg.scale * cfg.lora_rank
+    lora = peft_wrap(copy.deepcopy(base), "lora", ADAPTED["cnn"], cfg.lora_rank, alpha, None).eval()
     t_flora, t_lora = median_seconds(lambda: flora(x)), median_seconds(lambda: lora(x))
     set_merged(flora, True)
     t_merged = median_seconds(lambda: flora(x))

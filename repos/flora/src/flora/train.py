@@ -1,7 +1,8 @@
 """train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
 
 structure: fit a synthetic update of one Conv2d by MSE on random inputs (relative error vs rank).
-transfer: pretrain a backbone on digits 0-4, adapt it to new tasks, report test accuracy (%).
+transfer: pretrain a backbone on digits 0-4, adapt it to new tasks, report validation and test
+accuracy (%) at an equal trainable-parameter budget.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from tqdm import tqdm
 
 from . import data, models
 from .adapter import apply_flora, flora_modules, save_adapters, set_merged
-from .baselines import peft_wrap, prepare, trainable_count
+from .baselines import peft_wrap, prepare, rank_for_budget, trainable_count
 from .config import Config, validate
 from .results import atomic_write_json
 
 _PRETRAINED: dict[tuple, dict[str, torch.Tensor]] = {}
+_RANKS: dict[tuple, int] = {}
 
 
 def _bar(iterable, cfg: Config, desc: str):
@@ -79,19 +81,26 @@ def run_structure(cfg: Config) -> dict[str, float]:
 
 
 def build_backbone(backbone: str, cfg: Config, n_classes: int = 5) -> nn.Module:
+    channels = 3 if backbone == "convnext" else 1
     if backbone == "cnn":
         return models.SmallCNN(n_classes)
     if backbone == "mlp":
         return models.MLP(n_classes, in_features=cfg.image_size**2)
+    if backbone == "vit":
+        return models.ViT(n_classes, cfg.image_size, channels)
     return models.ConvNeXt(n_classes, cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint)
 
 
-def fit_classifier(model: nn.Module, task: dict, epochs: int, cfg: Config, desc: str) -> float:
-    """Adam on the trainable parameters; returns test accuracy in % (FLoRA evaluated merged)."""
+def fit_classifier(
+    model: nn.Module, task: dict, epochs: int, lr: float, cfg: Config, desc: str
+) -> dict[str, float]:
+    """Adam on the trainable parameters; returns validation and test accuracy in % (merged)."""
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=cfg.lr) if params else None
+    opt = torch.optim.Adam(params, lr=lr)
     x, y = task["x_train"].to(cfg.device), task["y_train"].to(cfg.device)
     g = torch.Generator().manual_seed(cfg.seed)
+    if cfg.shuffle_labels:
+        y = y[torch.randperm(len(y), generator=g).to(cfg.device)]
     bar = _bar(range(epochs), cfg, desc)
     for _ in bar:
         model.train()
@@ -101,7 +110,10 @@ def fit_classifier(model: nn.Module, task: dict, epochs: int, cfg: Config, desc:
             loss.backward()
             opt.step()
         bar.set_postfix(loss=f"{loss.item():.3f}")
-    return accuracy(model, task["x_test"].to(cfg.device), task["y_test"].to(cfg.device))
+    return {
+        split: accuracy(model, task[f"x_{split}"].to(cfg.device), task[f"y_{split}"].to(cfg.device))
+        for split in ("val", "test")
+    }
 
 
 @torch.no_grad()
@@ -117,17 +129,27 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 
 def pretrained(backbone: str, cfg: Config, tasks: dict) -> dict[str, torch.Tensor]:
     """Weights after pretraining on digits 0-4 (cached per process: every method starts from them)."""
-    key = (backbone, cfg.seed, cfg.image_size, cfg.pretrain_epochs, cfg.batch_size, cfg.lr,
+    key = (backbone, cfg.seed, cfg.image_size, cfg.pretrain_epochs, cfg.batch_size, cfg.pretrain_lr,
            cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint, cfg.device)  # fmt: skip
     if key not in _PRETRAINED:
         torch.manual_seed(cfg.seed)
         model = build_backbone(backbone, cfg).to(cfg.device)
         if not (backbone == "convnext" and cfg.checkpoint):
-            fit_classifier(
-                model, tasks["pretrain"], cfg.pretrain_epochs, cfg, f"pretrain {backbone}"
-            )
+            pre = dataclasses.replace(cfg, shuffle_labels=False)
+            fit_classifier(model, tasks["pretrain"], cfg.pretrain_epochs, cfg.pretrain_lr, pre,
+                           f"pretrain {backbone}")  # fmt: skip
         _PRETRAINED[key] = copy.deepcopy(model.state_dict())
     return _PRETRAINED[key]
+
+
+def method_rank(backbone: str, cfg: Config, model: nn.Module) -> int:
+    """The method's rank at LoRA's budget for cfg.lora_rank (cached: it depends on shapes only)."""
+    key = (backbone, cfg.method, cfg.lora_rank, cfg.image_size, cfg.convnext_depths,
+           cfg.convnext_dims, cfg.checkpoint, cfg.data_dir)  # fmt: skip
+    if key not in _RANKS:
+        pattern, head = models.ADAPTED[backbone], models.HEAD[backbone]
+        _RANKS[key] = rank_for_budget(cfg.method, model, pattern, head, cfg.lora_rank)
+    return _RANKS[key]
 
 
 def run_transfer(cfg: Config, workdir: Path) -> dict[str, float]:
@@ -145,13 +167,19 @@ def run_transfer(cfg: Config, workdir: Path) -> dict[str, float]:
             n_classes = int(task["y_train"].max()) + 1
             if name != "rotated":  # a new label space gets a new head
                 models.reset_head(model, n_classes, cfg.seed)
-                model.to(cfg.device)
+            model.to(cfg.device)
+            rank = method_rank(backbone, cfg, model)
+            torch.manual_seed(cfg.seed)  # adapter init independent of the rank search's draws
             model = prepare(cfg.method, model, models.ADAPTED[backbone], models.HEAD[backbone],
-                            cfg.lora_rank, cfg.lora_alpha, cfg.flora_scale, cfg.flora_dropout)  # fmt: skip
+                            rank, cfg.scale).to(cfg.device)  # fmt: skip
             torch.manual_seed(cfg.seed)
-            acc = fit_classifier(model, task, cfg.epochs, cfg, f"{cfg.method} {backbone} {name}")
-            metrics[f"{backbone}_{name}_acc"] = acc
+            accs = fit_classifier(
+                model, task, cfg.epochs, cfg.lr, cfg, f"{cfg.method} {backbone} {name}"
+            )
+            metrics[f"{backbone}_{name}_acc"] = accs["test"]
+            metrics[f"{backbone}_{name}_val_acc"] = accs["val"]
             metrics[f"{backbone}_trainable"] = float(trainable_count(model))
+            metrics[f"{backbone}_rank"] = float(rank)
             if flora_modules(model):
                 save_adapters(model, workdir / f"{backbone}_{name}.safetensors")
     return metrics
