@@ -32,6 +32,8 @@ def test_help_lists_commands(capsys):
         (["bench", "--bench-signals", "image", "lidar"], "signal must be one of"),
         (["train", "--audio-length", "30", "--time-segments", "4"], "does not split"),
         (["train", "--image-size", "30", "--grid", "4"], "does not split into grid=4"),
+        (["train", "--crop-side", "16"], "crop_side 16 must be >= image_size 32"),
+        (["train", "--image-folder", "nowhere/at/all"], "does not exist"),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys):

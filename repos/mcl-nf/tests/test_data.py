@@ -100,3 +100,35 @@ def test_video_segments_route_every_pixel_to_exactly_one_module():
 def test_bad_video_is_a_clear_error(videos, message):
     with pytest.raises(ValueError, match=message):
         data.check_video(videos, segments=4)
+
+
+def test_corrupt_or_missing_image_files_are_one_line_errors_naming_them(tmp_path):
+    Image.fromarray(np.zeros((8, 8, 3), dtype=np.uint8)).save(tmp_path / "good.png")
+    (tmp_path / "broken.jpg").write_bytes(b"not a jpeg at all")
+    with pytest.raises(ValueError, match=r"cannot read image .*broken\.jpg"):
+        data.load_image_folder(tmp_path, 8)
+    with pytest.raises(ValueError, match="does not exist.*mcl-nf photos"):
+        data.load_image_folder(tmp_path / "nowhere", 8)
+
+
+def test_scikit_image_photographs_are_written_and_loadable(tmp_path):
+    paths = data.write_skimage_photos(tmp_path)
+    assert [p.stem for p in paths] == list(data.SKIMAGE_PHOTOS)
+    images = data.load_image_folder(tmp_path, 24)
+    assert images.shape == (len(paths), 24, 24, 3)
+    assert float(images.std()) > 0.05  # photographs, not blank files
+
+
+def test_random_crops_are_deterministic_and_inside_the_images():
+    images = torch.arange(2 * 10 * 10 * 3, dtype=torch.float32).reshape(2, 10, 10, 3)
+    a = data.random_crops(images, 5, 4, seed=3)
+    assert a.shape == (5, 4, 4, 3) and torch.equal(a, data.random_crops(images, 5, 4, seed=3))
+    for crop in a:  # each crop is a contiguous window of one image
+        hits = [
+            (w, t, s)
+            for w in range(2)
+            for t in range(7)
+            for s in range(7)
+            if torch.equal(images[w, t : t + 4, s : s + 4], crop)
+        ]
+        assert len(hits) == 1

@@ -13,13 +13,11 @@ from mcl_nf.modular import (
     adapt,
     broadcast,
     fim_weights,
-    fisher_trace,
-    fisher_trace_fast,
-    fisher_trace_loop,
     fit_modules,
+    information_gain,
+    information_gain_reference,
     init_params,
     maml_outer_loss,
-    per_sample_grads,
     point_losses,
 )
 
@@ -84,35 +82,61 @@ def test_first_and_second_order_agree_at_zero_inner_lr():
         torch.testing.assert_close(a, b)
 
 
-def test_fisher_trace_of_a_linear_field_is_closed_form():
+def test_information_gain_of_a_linear_field_is_closed_form():
+    """f = W x with C outputs: d f_c / d W_oi = [c = o] x_i, so d_j[o, i] = x_ji^2 and
+    g_j = C sum_i x_ji^2 / (sum_k x_ki^2 + eps), whatever the targets (label-free)."""
     linear = nn.Linear(2, 3, bias=False)
-    params = {"weight": torch.randn(1, 3, 2)}
-    coords = torch.randn(1, 7, 2)
-    targets = torch.randn(1, 7, 3)
-    sigma = 0.3
-    resid = targets[0] - torch.einsum("cd,md->mc", params["weight"][0], coords[0])
-    expected = resid.pow(2).sum(-1) * coords[0].pow(2).sum(-1) / sigma**4
-    torch.testing.assert_close(fisher_trace(linear, params, coords, targets, sigma)[0], expected)
+    params = {"weight": torch.randn(1, 3, 2, dtype=torch.float64)}
+    coords = torch.randn(1, 7, 2, dtype=torch.float64)
+    sq = coords[0].pow(2)
+    eps = 0.1 * sq.sum(0).mean()
+    expected = 3 * (sq / (sq.sum(0) + eps)).sum(-1)
+    torch.testing.assert_close(
+        information_gain_reference(linear.double(), params, coords, 0.1)[0], expected
+    )
 
 
-def test_vmapped_fisher_equals_loop_reference():
+def test_layerwise_information_gain_equals_per_sample_jacobians():
+    module, params, coords, _ = tiny_problem(dtype=torch.float64)
+    batched = {k: v + 0.01 * torch.randn_like(v) for k, v in broadcast(params, 3).items()}
+    torch.testing.assert_close(
+        information_gain(module, batched, coords, 0.01),
+        information_gain_reference(module, batched, coords, 0.01),
+    )
+
+
+def test_information_gains_sum_to_the_parameter_count_without_damping():
+    """Each parameter's batch information is split over the samples: sum_j g_j = P."""
+    module, params, coords, _ = tiny_problem(dtype=torch.float64)
+    gain = information_gain(module, broadcast(params, 3), coords, 1e-12)
+    count = sum(v.numel() for v in params.values())
+    torch.testing.assert_close(
+        gain.sum(-1), torch.full((3,), float(count), dtype=gain.dtype), rtol=1e-6, atol=0
+    )
+
+
+def test_fim_in_the_inner_loop_changes_the_meta_gradient_only_when_lambda_is_positive():
     module, params, coords, targets = tiny_problem()
-    batched = broadcast(params, 3)
-    fast = fisher_trace(module, batched, coords, targets, 0.1)
-    slow = fisher_trace_loop(module, batched, coords, targets, 0.1)
-    torch.testing.assert_close(fast, slow, rtol=1e-4, atol=1e-6)
+    out = []
+    for fim in (None, (0.0, 0.01), (2.0, 0.01)):
+        theta = {k: v.clone().requires_grad_() for k, v in params.items()}
+        loss = maml_outer_loss(module, theta, coords, targets, 2, 0.05, False, fim)
+        out.append(torch.autograd.grad(loss, list(theta.values())))
+    for a, b, c in zip(*out):
+        assert torch.equal(a, b)
+    assert any(not torch.allclose(a, c) for a, c in zip(out[0], out[2]))
 
 
 def test_lambda_zero_gives_mse_and_weights_carry_no_gradient():
-    trace = torch.rand(2, 5, requires_grad=True)
-    assert torch.equal(fim_weights(trace, 0.0), torch.ones(2, 5))
-    w = fim_weights(trace, 2.0)
+    gain = torch.rand(2, 5, requires_grad=True)
+    assert torch.equal(fim_weights(gain, 0.0), torch.ones(2, 5))
+    w = fim_weights(gain, 2.0)
     assert not w.requires_grad
     torch.testing.assert_close(w.mean(-1), torch.ones(2))
-    assert torch.argmax(w[0]) == torch.argmax(trace[0])
+    assert torch.argmax(w[0]) == torch.argmax(gain[0])
     module, params, coords, targets = tiny_problem()
     plain = adapt(module, broadcast(params, 3), coords, targets, 2, 0.05)
-    fim0 = adapt(module, broadcast(params, 3), coords, targets, 2, 0.05, fim=(0.0, 0.1))
+    fim0 = adapt(module, broadcast(params, 3), coords, targets, 2, 0.05, fim=(0.0, 0.01))
     for k, value in plain.items():
         assert torch.equal(value, fim0[k])
 
@@ -153,23 +177,6 @@ def test_modules_do_not_forget_and_naive_fine_tuning_moves_sub_task_one(tiny):
     assert not torch.allclose(point_losses(single, final, x0, targets[:, 0]).mean(-1), first)
 
 
-def test_per_sample_grads_shapes():
-    module, params, coords, targets = tiny_problem()
-    grads = per_sample_grads(module, broadcast(params, 3), coords, targets)
-    assert {k: tuple(v.shape[:2]) for k, v in grads.items()} == {k: (3, 5) for k in params}
-
-
-def test_layerwise_fisher_equals_vmap_per_sample_gradients():
-    module, params, coords, targets = tiny_problem()
-    batched = broadcast(params, 3)
-    torch.testing.assert_close(
-        fisher_trace_fast(module, batched, coords, targets, 0.1),
-        fisher_trace(module, batched, coords, targets, 0.1),
-        rtol=1e-4,
-        atol=1e-6,
-    )
-
-
 def test_finished_modules_stay_bit_identical_while_later_sub_tasks_train():
     module, params, coords, targets = tiny_problem(n_modules=4)
     targets = targets.unsqueeze(0).expand(2, -1, -1, -1)  # 2 signals, 4 sub-tasks
@@ -187,3 +194,24 @@ def test_finished_modules_stay_bit_identical_while_later_sub_tasks_train():
             if k == 0:
                 assert torch.equal(value, alone[name])
     assert not torch.equal(finished[0]["layers.2.bias"], finished[1]["layers.2.bias"])
+
+
+def test_second_order_meta_gradient_matches_higher():
+    """Cross-check against a second differentiable inner loop: `higher` (Grefenstette et al.
+    2019) unrolling torch.optim.SGD on the same tiny SIREN, one module, two inner steps."""
+    higher = pytest.importorskip("higher")
+    module, params, coords, targets = tiny_problem(hidden=5, n_modules=1, dtype=torch.float64)
+    theta = {k: v.clone().requires_grad_() for k, v in params.items()}
+    loss = maml_outer_loss(module, theta, coords, targets, steps=2, lr=0.05, first_order=False)
+    ours = torch.autograd.grad(loss, list(theta.values()))
+    with torch.no_grad():
+        for name, value in module.named_parameters():
+            value.copy_(params[name])
+    opt = torch.optim.SGD(module.parameters(), lr=0.05)
+    with higher.innerloop_ctx(module, opt, copy_initial_weights=False) as (fmodel, diffopt):
+        for _ in range(2):
+            diffopt.step(((fmodel(coords[0]) - targets[0]) ** 2).mean())
+        outer = ((fmodel(coords[0]) - targets[0]) ** 2).mean()
+        theirs = torch.autograd.grad(outer, list(module.parameters()))
+    for a, b in zip(ours, theirs):
+        torch.testing.assert_close(a, b)

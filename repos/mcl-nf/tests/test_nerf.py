@@ -14,9 +14,8 @@ from mcl_nf.modular import (
     adapt,
     broadcast,
     fim_weights,
-    fisher_trace,
-    fisher_trace_fast,
-    fisher_trace_loop,
+    information_gain,
+    information_gain_reference,
     init_params,
     point_losses,
 )
@@ -129,25 +128,24 @@ def test_bad_nerf_signals_are_clear_errors(views, message):
         data.check_nerf(views, grid=2)
 
 
-def test_per_ray_fisher_trace_equals_per_ray_autograd():
-    """The Gram-matrix closed form over a ray's points against vmap(grad) and a Python loop."""
-    module, params, rays, targets = nerf_problem()
-    fast = fisher_trace_fast(module, params, rays, targets, 0.1)
-    assert fast.shape == (3, 4)  # one Fisher trace per ray
-    torch.testing.assert_close(fast, fisher_trace(module, params, rays, targets, 0.1))
-    torch.testing.assert_close(fast, fisher_trace_loop(module, params, rays, targets, 0.1))
+def test_per_ray_information_gain_equals_per_ray_jacobians():
+    """A ray's gradient sums its points' outer products; against full per-ray Jacobians."""
+    module, params, rays, _ = nerf_problem()
+    fast = information_gain(module, params, rays, 0.01)
+    assert fast.shape == (3, 4)  # one information gain per ray
+    torch.testing.assert_close(fast, information_gain_reference(module, params, rays, 0.01))
 
 
 def test_per_ray_fim_weights_reduce_to_mse_at_lambda_zero():
     module, params, rays, targets = nerf_problem(dtype=torch.float32)
     plain = adapt(module, params, rays, targets.float(), 2, 0.05)
-    fim0 = adapt(module, params, rays, targets.float(), 2, 0.05, fim=(0.0, 0.1))
+    fim0 = adapt(module, params, rays, targets.float(), 2, 0.05, fim=(0.0, 0.01))
     for k, value in plain.items():
         assert torch.equal(value, fim0[k])
-    w = fim_weights(fisher_trace_fast(module, params, rays, targets.float(), 0.1), 1.0)
+    w = fim_weights(information_gain(module, params, rays, 0.01), 1.0)
     assert w.shape == (3, 4) and not w.requires_grad
     torch.testing.assert_close(w.mean(-1), torch.ones(3))
-    fim1 = adapt(module, params, rays, targets.float(), 2, 0.05, fim=(1.0, 0.1))
+    fim1 = adapt(module, params, rays, targets.float(), 2, 0.05, fim=(1.0, 0.01))
     assert not torch.equal(plain["layers.2.bias"], fim1["layers.2.bias"])
 
 

@@ -11,7 +11,8 @@ import pytest
 from conftest import TINY
 from PIL import Image
 
-from mcl_nf.config import PRESETS
+from mcl_nf.config import PHOTOS, PRESETS
+from mcl_nf.data import write_skimage_photos
 from mcl_nf.train import METHODS, evaluate, train_and_evaluate
 
 
@@ -61,8 +62,11 @@ def test_image_folder_end_to_end_on_images_the_test_writes(tiny, tmp_path):
     cfg = dataclasses.replace(tiny, image_folder=str(folder))
     metrics = train_and_evaluate(cfg, tmp_path / "run")
     assert all(math.isfinite(v) for v in metrics.values())
-    with pytest.raises(ValueError, match="need more than n_test=5"):
+    with pytest.raises(ValueError, match="need more than the 5 held out"):
         train_and_evaluate(dataclasses.replace(cfg, n_test=5), tmp_path / "run2")
+    crops = dataclasses.replace(cfg, crop_side=12, test_images=1)
+    metrics = train_and_evaluate(crops, tmp_path / "run3")
+    assert all(math.isfinite(v) for v in metrics.values())
 
 
 def test_chunks_of_held_out_signals_give_the_same_metrics(tiny, tmp_path):
@@ -74,3 +78,23 @@ def test_chunks_of_held_out_signals_give_the_same_metrics(tiny, tmp_path):
     assert chunked.keys() == whole.keys()
     for key, value in whole.items():
         assert chunked[key] == pytest.approx(value, rel=1e-4, abs=1e-4), key
+
+
+def test_paper_preset_is_the_issue_scale_on_photographs():
+    paper = PRESETS["paper"]
+    assert paper.meta_batch == 8 and paper.meta_steps >= 400 and paper.seeds == (0, 1, 2)
+    assert paper.image_folder == PHOTOS and paper.crop_side > paper.image_size
+    assert set(paper.bench_signals) == set(PRESETS["quick"].bench_signals)
+
+
+def test_paper_preset_runs_at_tiny_size_on_the_scikit_image_photographs(tmp_path):
+    """The paper preset's own settings but the tiny sizes: photographs written by `photos`,
+    random crops of the training photographs, crops of the held-out ones."""
+    write_skimage_photos(tmp_path / "photos")
+    shrink = {k: v for k, v in TINY.items() if k not in ("image_size",)}
+    cfg = dataclasses.replace(
+        PRESETS["paper"], **shrink, image_size=16, image_folder=str(tmp_path / "photos")
+    )
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert {k.split("/")[0] for k in metrics} == set(METHODS)
+    assert all(math.isfinite(v) for v in metrics.values())

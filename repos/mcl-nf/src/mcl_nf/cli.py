@@ -1,4 +1,4 @@
-"""Command line: `mcl-nf {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `mcl-nf {train,eval,bench,photos} [--preset quick|paper|full] [--FIELD ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -17,9 +17,10 @@ COMMANDS = {
     "train": "train the method with one seed and write metrics to --out",
     "eval": "print the metrics of a finished run in --out",
     "bench": "run every method over --seeds and write results/<preset>.json",
+    "photos": "write scikit-image's sample photographs (PNG) into --out, for --image-folder",
 }
 USAGE = (
-    "usage: mcl-nf {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: mcl-nf {train,eval,bench,photos} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`mcl-nf COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +32,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,7 +47,7 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"mcl-nf {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset picks the defaults (now: {preset}).",
     )
     return validate(cfg)
 
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
             from .train import evaluate
 
             result = evaluate(cfg.out)
+        elif command == "photos":
+            from .data import write_skimage_photos
+
+            result = [str(p) for p in write_skimage_photos(cfg.out)]
         else:
             from .bench import run_bench
 

@@ -77,21 +77,68 @@ def procedural_videos(n: int, frames: int, size: int, seed: int) -> torch.Tensor
     return torch.from_numpy(videos).float()
 
 
+# scikit-image's bundled RGB photographs (no download): the paper preset's real images. The
+# stereo pair's right view is left out (a near copy of the left one would leak across the split).
+SKIMAGE_PHOTOS = (
+    "astronaut",
+    "chelsea",
+    "coffee",
+    "hubble_deep_field",
+    "immunohistochemistry",
+    "motorcycle",
+    "retina",
+    "rocket",
+)
+
+
+def write_skimage_photos(folder: str | Path) -> list[Path]:
+    """Write scikit-image's bundled RGB photographs into folder as PNG; return their paths."""
+    from PIL import Image
+    from skimage import data as skdata
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in SKIMAGE_PHOTOS:
+        pixels = skdata.stereo_motorcycle()[0] if name == "motorcycle" else getattr(skdata, name)()
+        paths.append(folder / f"{name}.png")
+        Image.fromarray(pixels).save(paths[-1])
+    return paths
+
+
 def load_image_folder(folder: str | Path, size: int, limit: int | None = None) -> torch.Tensor:
-    """RGB images of a local folder (PNG/JPEG, e.g. CelebA), centre-cropped and resized to size."""
+    """RGB images of a local folder (PNG/JPEG, e.g. CelebA), centre-cropped and resized to size,
+    in file-name order. A missing folder or an unreadable image is a ValueError naming it."""
     from PIL import Image
 
-    paths = sorted(p for p in Path(folder).iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(
+            f"image folder {folder} does not exist (`mcl-nf photos --out {folder}` writes "
+            "scikit-image's sample photographs there)"
+        )
+    paths = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not paths:
         raise ValueError(f"no {'/'.join(IMAGE_SUFFIXES)} images in {folder}")
     images = []
     for path in paths[:limit]:
-        img = Image.open(path).convert("RGB")
+        try:
+            img = Image.open(path).convert("RGB")
+        except (OSError, SyntaxError, ValueError) as exc:  # PIL's errors for corrupt files
+            raise ValueError(f"cannot read image {path}: {exc}") from None
         side = min(img.size)
         left, top = (img.width - side) // 2, (img.height - side) // 2
         img = img.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
         images.append(np.asarray(img, dtype=np.float32) / 255.0)
     return torch.from_numpy(np.stack(images))
+
+
+def random_crops(images: torch.Tensor, n: int, size: int, seed: int) -> torch.Tensor:
+    """n random size x size crops of images (k, S, S, 3), each of a random image: (n, size, size, 3)."""
+    gen = torch.Generator().manual_seed(seed)
+    which = torch.randint(len(images), (n,), generator=gen)
+    top, left = torch.randint(images.shape[1] - size + 1, (2, n), generator=gen)
+    return torch.stack([images[w, t : t + size, s : s + size] for w, t, s in zip(which, top, left)])
 
 
 def check_signals(images: torch.Tensor, grid: int) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, jacrev, vmap
 
 Params = dict[str, torch.Tensor]
 
@@ -104,28 +104,22 @@ def point_losses(
     return ((fields(module, params, coords) - targets) ** 2).mean(-1)
 
 
-def per_sample_grads(
-    module: Siren, params: Params, coords: torch.Tensor, weights: torch.Tensor
-) -> Params:
-    """For every module and sample j: grad_theta sum_c weights_jc f_c(x_j), by vmap(grad).
-
-    params (M, ...), coords (M, m, 2), weights (M, m, 3) -> dict of (M, m, *param_shape)."""
-    params = {k: v.detach() for k, v in params.items()}
-
-    def weighted_output(p: Params, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        return (functional_call(module, p, (x[None],))[0] * w).sum()
-
-    return vmap(vmap(grad(weighted_output), in_dims=(None, 0, 0)))(params, coords, weights.detach())
-
-
-def fisher_trace(
-    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
-) -> torch.Tensor:
-    """Per-sample Fisher information trace I_j = ||s_j||^2 of the Gaussian score
-    s_j = sum_c (y_jc - f_c(x_j)) grad_theta f_c(x_j) / sigma^2: shape (M, m)."""
-    resid = targets - fields(module, {k: v.detach() for k, v in params.items()}, coords)
-    scores = per_sample_grads(module, params, coords, resid / sigma**2)
-    return sum(g.pow(2).flatten(2).sum(-1) for g in scores.values())
+def tapped_forward(
+    module: Siren, params: Params, coords: torch.Tensor
+) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """Outputs per sample of detached copies of params, and each layer's (input a, pre-activation
+    z) for backward passes to z (call under torch.enable_grad)."""
+    n_layers = len(module.layers)
+    p = {k: v.detach().requires_grad_() for k, v in params.items()}
+    taps: list[tuple[torch.Tensor, torch.Tensor]] = []
+    out = siren_apply(
+        module.omega0,
+        [p[f"layers.{i}.weight"] for i in range(n_layers)],
+        [p[f"layers.{i}.bias"] for i in range(n_layers)],
+        module.lift(coords),
+        taps,
+    )
+    return module.reduce(out, coords), taps
 
 
 def layer_grads(
@@ -137,49 +131,83 @@ def layer_grads(
     the outer product delta_j a_j^T, and of its bias delta_j: nothing per sample is materialised.
     With `module.group` = G > 1 rows per sample (a ray's points), rows j*G .. j*G+G-1 belong to
     sample j and its gradient is the sum of their outer products."""
-    n_layers = len(module.layers)
     with torch.enable_grad():
-        p = {k: v.detach().requires_grad_() for k, v in params.items()}
-        taps: list[tuple[torch.Tensor, torch.Tensor]] = []
-        out = module.reduce(
-            siren_apply(
-                module.omega0,
-                [p[f"layers.{i}.weight"] for i in range(n_layers)],
-                [p[f"layers.{i}.bias"] for i in range(n_layers)],
-                module.lift(coords),
-                taps,
-            ),
-            coords,
-        )
+        out, taps = tapped_forward(module, params, coords)
         deltas = torch.autograd.grad((out * weights.detach()).sum(), [z for _, z in taps])
     return [(a.detach(), d) for (a, _), d in zip(taps, deltas)]
 
 
-def fisher_trace_fast(
-    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
+def information_gain(
+    module: Siren, params: Params, coords: torch.Tensor, damping: float
 ) -> torch.Tensor:
-    """`fisher_trace` for a SIREN in closed form per layer: ||delta_j a_j^T||^2 + ||delta_j||^2
-    = ||delta_j||^2 (||a_j||^2 + 1), summed over layers; exact, without per-sample gradients.
+    """Per-sample information gain of FisherRF (Jiang et al. 2024), label-free: (M, m).
 
-    A sample of G > 1 rows (a ray of G points) has the weight gradient sum_s delta_s a_s^T, whose
-    squared norm is sum_{s,s'} (a_s . a_s')(delta_s . delta_s'); with the bias term that is the
-    sum of the elementwise product of the G x G Gram matrices (A A^T + 1) and D D^T."""
-    resid = targets - fields(module, {k: v.detach() for k, v in params.items()}, coords)
-    grads = layer_grads(module, params, coords, resid / sigma**2)
-    if module.group == 1:
-        return sum(d.pow(2).sum(-1) * (a.pow(2).sum(-1) + 1) for a, d in grads)
-    m = coords.shape[-2]
-    total = 0
-    for a, d in grads:
-        a, d = a.unflatten(-2, (m, module.group)), d.unflatten(-2, (m, module.group))
-        total = total + ((a @ a.transpose(-1, -2) + 1) * (d @ d.transpose(-1, -2))).sum((-1, -2))
-    return total
+    With a Gaussian likelihood the Fisher of sample j is J_j^T J_j / sigma^2 (J_j: the Jacobian
+    of its C outputs in theta), which needs no target. FisherRF scores new data by
+    tr(F_j (F_batch + eps I)^{-1}) with the diagonal approximation of the batch Fisher, so
+    g_j = sum_p d_jp / (sum_i d_ip + eps), d_jp = sum_c (df_c(x_j) / d theta_p)^2: the share of
+    every parameter's batch information that sample j holds (sigma cancels). eps = damping x the
+    module's mean diagonal. Per layer d_j is delta_j^2 (a_j^2)^T for the weight and delta_j^2 for
+    the bias (as in `layer_grads`, one backward pass per output channel); for G > 1 rows per sample
+    (a NeRF ray) d_j = (sum_s delta_s a_s^T)^2, formed per sample."""
+    with torch.enable_grad():  # one forward pass, one backward pass per output channel
+        out, taps = tapped_forward(module, params, coords)
+        zs = [z for _, z in taps]
+        per_channel = [
+            torch.autograd.grad(out[..., c].sum(), zs, retain_graph=c < out.shape[-1] - 1)
+            for c in range(out.shape[-1])
+        ]
+    m, g = coords.shape[-2], module.group
+    sq = []  # per layer: per-sample squared gradients summed over channels, (weight, bias)
+    for i, (a, _) in enumerate(taps):
+        a = a.detach()
+        deltas = [grads[i] for grads in per_channel]
+        if g == 1:
+            sq.append((a.pow(2), sum(d.pow(2) for d in deltas)))
+            continue
+        a = a.unflatten(-2, (m, g))
+        weight = sum((d.unflatten(-2, (m, g)).transpose(-1, -2) @ a).pow(2) for d in deltas)
+        bias = sum(d.unflatten(-2, (m, g)).sum(-2).pow(2) for d in deltas)
+        sq.append((weight, bias))
+    if g == 1:  # weight: d_j[o, i] = D_jo A_ji, never materialised per sample
+        fisher = [(d.transpose(-1, -2) @ a, d.sum(-2)) for a, d in sq]
+    else:
+        fisher = [(w.sum(-3), b.sum(-2)) for w, b in sq]
+    count = sum(w[0].numel() + b[0].numel() for w, b in fisher)
+    mean = sum(w.flatten(1).sum(1) + b.flatten(1).sum(1) for w, b in fisher) / count
+    eps = (damping * mean).clamp_min(1e-30)
+    gain = 0
+    for (w_sq, b_sq), (w_f, b_f) in zip(sq, fisher):
+        w_pre = 1 / (w_f + eps[:, None, None])
+        b_pre = 1 / (b_f + eps[:, None])
+        if g == 1:
+            gain = gain + (b_sq * (w_sq @ w_pre.transpose(-1, -2))).sum(-1)
+        else:
+            gain = gain + (w_sq * w_pre[:, None]).sum((-1, -2))
+        gain = gain + (b_sq * b_pre[:, None]).sum(-1)
+    return gain.detach()
 
 
-def fim_weights(trace: torch.Tensor, lam: float) -> torch.Tensor:
-    """FIM loss weights w_j = 1 + lam * I_j / mean(I), renormalised to mean 1 per module and
+def information_gain_reference(
+    module: Siren, params: Params, coords: torch.Tensor, damping: float
+) -> torch.Tensor:
+    """Slow, obvious reference for `information_gain`: full per-sample Jacobians by vmap(jacrev)."""
+    params = {k: v.detach() for k, v in params.items()}
+
+    def outputs(p: Params, x: torch.Tensor) -> torch.Tensor:
+        return functional_call(module, p, (x[None],))[0]
+
+    jac = vmap(vmap(jacrev(outputs), in_dims=(None, 0)))(params, coords)
+    d = torch.cat([j.pow(2).sum(2).flatten(2) for j in jac.values()], -1)  # (M, m, P)
+    fisher = d.sum(1, keepdim=True)
+    eps = damping * fisher.mean(-1, keepdim=True)
+    return (d / (fisher + eps)).sum(-1)
+
+
+def fim_weights(gain: torch.Tensor, lam: float) -> torch.Tensor:
+    """FIM loss weights w_j = 1 + lam * g_j / mean(g), renormalised to mean 1 per module and
     detached (constants in the loss, so the model cannot lower the loss by moving the weights)."""
-    w = 1 + lam * trace / trace.mean(-1, keepdim=True).clamp_min(1e-30)
+    w = 1 + lam * gain / gain.mean(-1, keepdim=True).clamp_min(1e-30)
     return (w / w.mean(-1, keepdim=True)).detach()
 
 
@@ -198,8 +226,8 @@ def adapt(
 ) -> Params:
     """Inner loop: theta^(s+1) = theta^(s) - lr * grad (1/m) sum_j w_j l_j(theta^(s)), per module.
 
-    `create_graph=True` keeps the graph for second-order MAML; `fim=(lam, sigma)` switches on the
-    FIM-weighted loss; `extra_loss` adds a penalty (EWC, replay); `on_step(s, params)` is called
+    `create_graph=True` keeps the graph for second-order MAML; `fim=(lam, damping)` switches on
+    the FIM-weighted loss (weights from `information_gain` at the current parameters); `extra_loss` adds a penalty (EWC, replay); `on_step(s, params)` is called
     after step s (1-based) for evaluation at intermediate step counts. `batch=(size, seed)`: each
     step uses `size` random samples (the same for every module), as NeRF fits ray batches; the
     FIM weights are then normalised over the batch.
@@ -214,7 +242,7 @@ def adapt(
             x, y = coords[:, keep], targets[:, keep]
         losses = point_losses(module, params, x, y)
         if fim is not None and fim[0] > 0:
-            losses = losses * fim_weights(fisher_trace_fast(module, params, x, y, fim[1]), fim[0])
+            losses = losses * fim_weights(information_gain(module, params, x, fim[1]), fim[0])
         loss = losses.mean(-1).sum()
         if extra_loss is not None:
             loss = loss + extra_loss(params)
@@ -275,29 +303,15 @@ def maml_outer_loss(
     steps: int,
     lr: float,
     first_order: bool,
+    fim: tuple[float, float] | None = None,
 ) -> torch.Tensor:
     """MAML outer objective (1/t) sum_i (1/m) sum_j l(f_{theta_i'}(x_ij), y_ij), averaged over the
     batch, where theta_i' is the inner loop's result for module i started from theta_0.
 
-    First order: the inner gradients are constants, so d theta_i' / d theta_0 = Id."""
+    First order: the inner gradients are constants, so d theta_i' / d theta_0 = Id. `fim`: the
+    inner loop uses the FIM loss (its weights are constants, so they carry no meta-gradient)."""
     params = broadcast(theta0, coords.shape[0])
-    adapted = adapt(module, params, coords, targets, steps, lr, create_graph=not first_order)
+    adapted = adapt(module, params, coords, targets, steps, lr, not first_order, fim)
     if first_order:
         adapted = {k: params[k] + (v - params[k]).detach() for k, v in adapted.items()}
     return point_losses(module, adapted, coords, targets).mean()
-
-
-def fisher_trace_loop(
-    module: Siren, params: Params, coords: torch.Tensor, targets: torch.Tensor, sigma: float
-) -> torch.Tensor:
-    """Slow, obvious reference for `fisher_trace`: one autograd call per module and sample."""
-    trace = torch.zeros(coords.shape[:2], dtype=coords.dtype)
-    for i in range(coords.shape[0]):
-        p = {k: v[i].detach().requires_grad_() for k, v in params.items()}
-        for j in range(coords.shape[1]):
-            out = functional_call(module, p, (coords[i, j][None],))[0]
-            score_dot = ((targets[i, j] - out).detach() * out).sum() / sigma**2
-            trace[i, j] = sum(
-                g.pow(2).sum() for g in torch.autograd.grad(score_dot, list(p.values()))
-            )
-    return trace

@@ -47,6 +47,19 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
+def paired_interval(a: list[float], b: list[float], level: float = 0.95) -> dict[str, Any]:
+    """Mean of the paired differences a - b and its two-sided t interval (lo = hi = mean for one
+    pair, where no interval exists)."""
+    from scipy import stats
+
+    diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    mean, n = float(diff.mean()), len(diff)
+    half = 0.0
+    if n > 1:
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1) * diff.std(ddof=1) / np.sqrt(n))
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n, "diffs": diff.tolist()}
+
+
 def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
     """One claim; `holds` must come from a comparison of measured metrics."""
     return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
@@ -89,6 +102,7 @@ def results_document(
     wall_seconds: float,
     device: str,
     performance: list[dict[str, Any]] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     doc = {
         "paper": paper,
@@ -103,4 +117,5 @@ def results_document(
     }
     if performance:
         doc["performance"] = performance
+    doc.update(extra or {})
     return doc

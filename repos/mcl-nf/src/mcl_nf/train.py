@@ -29,7 +29,10 @@ from .modular import (
 from .nerf import NerfField
 from .results import atomic_write_bytes, atomic_write_json
 
-METHODS = ("OL", "Naive", "EWC", "ER", "MOL", "MCL-NF", "MCL-NF+FIM")
+METHODS = ("Mean", "OL", "Naive", "EWC", "ER", "MOL", "Modules-random", "MCL-NF", "MCL-NF+FIM")
+"""Mean: the floor (every sample predicted as its signal's mean). Modules-random: MCL-NF's modules
+from their random initialisation (the method without its meta-learning). MCL-NF+FIM: the FIM loss
+in the inner loop of meta-training and at test time."""
 CONTINUAL = ("Naive", "EWC", "ER")
 
 
@@ -42,18 +45,9 @@ def folder_pool(folder: str, size: int) -> torch.Tensor:
 def signals(cfg: Config, split: str, n: int, offset: int = 0) -> torch.Tensor:
     """Meta-training draws fresh procedural signals each step; test signals use disjoint seeds.
     Images (n, H, H, 3), audio clips (n, L, 1), videos (n, F, H, H, 3) or NeRF cities
-    (n, t, views, H, H, 3), rendered on cfg.device. With --image-folder, the last n_test images
-    are the test split and the rest meta-train."""
+    (n, t, views, H, H, 3), rendered on cfg.device. --image-folder: see `folder_signals`."""
     if cfg.signal == "image" and cfg.image_folder:
-        pool = folder_pool(cfg.image_folder, cfg.image_size)
-        if len(pool) <= cfg.n_test:
-            raise ValueError(
-                f"{cfg.image_folder} holds {len(pool)} images; need more than n_test={cfg.n_test}"
-            )
-        if split == "test":
-            return pool[-cfg.n_test :]
-        train = pool[: -cfg.n_test]
-        return train[torch.arange(offset * n, offset * n + n) % len(train)]
+        return folder_signals(cfg, split, n, offset)
     base = signal_seed(cfg, split, offset)
     if cfg.signal == "audio":
         return data.procedural_chirps(n, cfg.audio_length, base)
@@ -63,6 +57,27 @@ def signals(cfg: Config, split: str, n: int, offset: int = 0) -> torch.Tensor:
     if cfg.signal == "video":
         return data.procedural_videos(n, cfg.video_frames, cfg.image_size, base)
     return data.procedural_images(n, cfg.image_size, base)
+
+
+def folder_signals(cfg: Config, split: str, n: int, offset: int) -> torch.Tensor:
+    """Signals from --image-folder: its last test_images (or n_test) images are held out. Whole
+    images (the first n held-out ones; training images cycled through), or with --crop-side
+    random crops (fresh per meta-step, fixed per seed for the test split)."""
+    pool = folder_pool(cfg.image_folder, cfg.crop_side or cfg.image_size)
+    held = cfg.test_images or cfg.n_test
+    if len(pool) <= held:
+        raise ValueError(
+            f"{cfg.image_folder} holds {len(pool)} images; need more than the {held} held out "
+            "(--test-images, or --n-test)"
+        )
+    images = pool[-held:] if split == "test" else pool[:-held]
+    if cfg.crop_side:
+        return data.random_crops(images, n, cfg.image_size, signal_seed(cfg, split, offset))
+    if split == "test":
+        if n > held:
+            raise ValueError(f"n_test={n} whole test images need --test-images >= {n}")
+        return images[:n]
+    return images[torch.arange(offset * n, offset * n + n) % len(images)]
 
 
 def signal_seed(cfg: Config, split: str, offset: int) -> int:
@@ -131,9 +146,12 @@ def split_targets(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return values.reshape(values.shape[0], -1, values.shape[-1])[:, index]
 
 
-def meta_train(cfg: Config, hidden: int, modular: bool, desc: str) -> tuple[Siren, Params]:
+def meta_train(
+    cfg: Config, hidden: int, modular: bool, desc: str, fim: tuple[float, float] | None = None
+) -> tuple[Siren, Params]:
     """MAML over signals. Modular: every sub-task block of every signal is one inner-loop task
-    sharing theta_0 (all B * t modules vmapped at once). Single: the whole signal is one task."""
+    sharing theta_0 (all B * t modules vmapped at once). Single: the whole signal is one task.
+    `fim=(lam, damping)`: the inner loop fits with the FIM loss."""
     module, theta0 = new_field(cfg, hidden, cfg.seed)
     theta0 = {k: v.requires_grad_() for k, v in theta0.items()}
     opt = torch.optim.Adam(theta0.values(), lr=cfg.meta_lr)
@@ -146,7 +164,9 @@ def meta_train(cfg: Config, hidden: int, modular: bool, desc: str) -> tuple[Sire
     bar = tqdm(range(cfg.meta_steps), desc=desc, disable=cfg.quiet or not sys.stderr.isatty())
     for step in bar:
         x, y = meta_batch(cfg, step, coords, index)
-        loss = maml_outer_loss(module, theta0, x, y, cfg.inner_steps, cfg.inner_lr, cfg.first_order)
+        loss = maml_outer_loss(
+            module, theta0, x, y, cfg.inner_steps, cfg.inner_lr, cfg.first_order, fim
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -318,14 +338,18 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     coords, targets, score = split_views(cfg, coords, targets)
 
     mod_module, mod_init = meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF")
+    _, fim_init = meta_train(
+        cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF+FIM", fim=fim_setting(cfg)
+    )
     single_module, mol_init = meta_train(
         cfg, cfg.single_hidden, modular=False, desc="meta-train MOL"
     )
     save_init(workdir / "mcl_nf_init.safetensors", mod_init)
+    save_init(workdir / "mcl_nf_fim_init.safetensors", fim_init)
     save_init(workdir / "mol_init.safetensors", mol_init)
     _, random_init = new_field(cfg, cfg.single_hidden, cfg.seed + 1)
     _, modules_random = new_field(cfg, cfg.hidden, cfg.seed)
-    inits = (mod_module, mod_init, modules_random, single_module, mol_init, random_init)
+    inits = (mod_module, mod_init, fim_init, modules_random, single_module, mol_init, random_init)
 
     size = chunk_size(cfg, index)
     parts = []
@@ -348,22 +372,31 @@ def chunk_size(cfg: Config, index: torch.Tensor) -> int:
     return max(1, cfg.test_points // per_signal)
 
 
+def fim_setting(cfg: Config) -> tuple[float, float]:
+    return (cfg.fim_lambda, cfg.fim_damping)
+
+
+def mean_floor(cfg: Config, targets: torch.Tensor, score) -> dict[str, float]:
+    """The floor: every sample predicted as its signal's mean over the fitted samples."""
+    score_y = (score[1] if score is not None else targets).flatten(1, 2)
+    mean = targets.flatten(1, 2).mean(1, keepdim=True)
+    value = mean_psnr(((score_y - mean) ** 2).mean((1, 2)).cpu())
+    return {f"psnr_step{s}": value for s in cfg.eval_steps}
+
+
 def evaluate_methods(cfg: Config, inits: tuple, args: tuple, score) -> dict[str, float]:
     """Every method on one batch of held-out signals; flat metrics 'METHOD/metric'."""
-    mod_module, mod_init, modules_random, single_module, mol_init, random_init = inits
-    fim = (cfg.fim_lambda, cfg.sigma)
+    mod_module, mod_init, fim_init, modules_random, single_module, mol_init, random_init = inits
+    modular = functools.partial(evaluate_modular, cfg, mod_module)
     results = {
-        "MCL-NF": evaluate_modular(cfg, mod_module, mod_init, *args, None, score),
-        "MCL-NF+FIM": evaluate_modular(cfg, mod_module, mod_init, *args, fim, score),
+        "Mean": mean_floor(cfg, args[1], score),
+        "MCL-NF": modular(mod_init, *args, None, score),
+        "MCL-NF+FIM": modular(fim_init, *args, fim_setting(cfg), score),
+        "Modules-random": modular(modules_random, *args, None, score),
         "MOL": evaluate_single(cfg, "MOL", single_module, mol_init, *args, score),
     }
     for method in ("OL", *CONTINUAL):
         results[method] = evaluate_single(cfg, method, single_module, random_init, *args, score)
-    # what meta-learning buys at step 1: the same modules started from their random init instead
-    step1 = dataclasses.replace(cfg, eval_steps=(1,))
-    results["MCL-NF"]["psnr_step1_random_init"] = evaluate_modular(
-        step1, mod_module, modules_random, *args, None, score
-    )["psnr_step1"]
     return {f"{m}/{k}": float(v) for m in METHODS for k, v in results[m].items()}
 
 
