@@ -67,6 +67,30 @@ def test_claims_follow_the_metrics_and_controls_fail():
     assert not any(holds.values()) and not any(controls.values())
 
 
+def test_claims_of_three_seeds_are_strict_json():
+    """Intervals over 3 seeds are numpy-backed: every verdict must still be a JSON bool."""
+    cfg = dataclasses.replace(PRESETS["quick"], seeds=(0, 1, 2))
+    acc = {m: [0.8, 0.85, 0.9] for m in ("dense", "sparsyfed", "topk", "sparsyfed_b1")}
+    claims = compute_claims(cfg, fake_metrics(acc, {"topk": [1e-3, 2e-3, 3e-3]}))
+    assert json.loads(json.dumps(claims, allow_nan=False)) == claims
+
+
+def test_reuse_runs_takes_finished_runs_and_only_those(tiny):
+    first = run_bench(tiny)
+    again = run_bench(dataclasses.replace(tiny, reuse_runs=True))
+    assert again["metrics"] == first["metrics"]
+    other = finished_run_of(tiny, dataclasses.replace(tiny, lr0=0.3))
+    assert other is None
+
+
+def finished_run_of(bench_cfg, run_cfg):
+    from sparsyfed.bench import finished_run
+
+    workdir = Path(bench_cfg.out) / "dense_a0.1_s0.9" / "seed0"
+    run = dataclasses.replace(run_cfg, method="dense", alpha=0.1, sparsity=0.9, seed=0)
+    return finished_run(workdir, run)
+
+
 def test_paired_interval_is_a_t_interval():
     iv = paired(__import__("numpy").array([0.01, 0.02, 0.03]))
     assert iv["mean"] == pytest.approx(0.02)

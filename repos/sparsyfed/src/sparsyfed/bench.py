@@ -61,7 +61,7 @@ def paired(diff: np.ndarray) -> dict:
     """Mean of per-seed paired differences with a two-sided 95% t interval."""
     n = len(diff)
     half = T975.get(n - 1, 2.0) * float(diff.std(ddof=1)) / np.sqrt(n) if n > 1 else np.inf
-    mean = float(diff.mean())
+    mean, half = float(diff.mean()), float(half)  # python floats: their comparisons are JSON bools
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n}
 
 
@@ -236,6 +236,20 @@ def plot(cfg: Config, histories: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
+def finished_run(workdir: Path, run_cfg: Config) -> dict | None:
+    """metrics.json of a finished run in workdir whose config.json is run_cfg (reuse_runs aside)."""
+    try:
+        stored = json.loads((workdir / "config.json").read_text())
+        metrics = json.loads((workdir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return None
+    wanted = json.loads(json.dumps(dataclasses.asdict(run_cfg)))
+    same = {k: v for k, v in stored.items() if k != "reuse_runs"} == {
+        k: v for k, v in wanted.items() if k != "reuse_runs"
+    }
+    return metrics if same else None
+
+
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
@@ -255,7 +269,8 @@ def run_bench(cfg: Config) -> dict:
             )
             run_dir = f"{method}_a{alpha:g}_s{sparsity:g}" + (f"_{arch}" if arch else "")
             workdir = Path(cfg.out) / run_dir / f"seed{seed}"
-            for name, value in train_and_evaluate(run_cfg, workdir).items():
+            done = finished_run(workdir, run_cfg) if cfg.reuse_runs else None
+            for name, value in (done or train_and_evaluate(run_cfg, workdir)).items():
                 per_run.setdefault(key, {}).setdefault(name, []).append(value)
             if seed == cfg.seeds[0] and alpha == cfg.bench_alphas[0] and not arch:
                 histories[key] = json.loads((workdir / "history.json").read_text())["history"]

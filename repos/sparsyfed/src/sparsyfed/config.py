@@ -72,6 +72,9 @@ class Config:
     """Target sparsities the benchmark sweeps (the first is the headline one)."""
     bench_norm_arch: str = "mlp_gn"
     """Also run the headline point with this model, reported only (normalisation check; '' skips)."""
+    reuse_runs: bool = False
+    """Benchmark: take metrics.json of a run folder whose config.json equals the run's config
+    instead of training again (resumes a bench that stopped; same code assumed)."""
     flower_rounds: int = 0
     """Rounds of the opt-in in-process vs Flower-simulation timing in the benchmark (0 skips it,
     with the reason in the results file: Ray's start-up can hang on a loaded 2-core machine)."""
