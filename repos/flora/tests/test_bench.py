@@ -67,7 +67,7 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
     )
     shrink = {k: v for k, v in SHRINK.items() if k not in ("seeds", "lr_grid", "scale_grid")}
     cfg = dataclasses.replace(paper, out=str(tmp_path / "runs"), results_dir=str(tmp_path / "res"),
-                              seeds=(0, 1), budget_ranks=(2, 4), lr_grid=(3e-3,),
+                              seeds=(0, 1), budget_ranks=(2, 4), tune_rank=4, lr_grid=(3e-3,),
                               scale_grid=(0.5, 2.0), **shrink)  # fmt: skip
     doc = run_bench(cfg)
     assert doc["mode"] == "paper" and (tmp_path / "res" / "paper.json").exists()

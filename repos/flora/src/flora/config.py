@@ -78,7 +78,7 @@ class Config:
     """Adapter scale of `train`: FLoRA's s, alpha / r for LoRA, DoRA, LoCon, LoHa and LoKr."""
     budget_ranks: tuple[int, ...] = (4,)
     """Benchmark: LoRA ranks that set the parameter budgets compared."""
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2)
+    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)
     """Benchmark: learning rates every method is tuned over (validation split, first seed)."""
     scale_grid: tuple[float, ...] = (1.0, 4.0)
     """Benchmark: adapter scales every adapter method is tuned over, crossed with lr_grid."""
@@ -103,8 +103,8 @@ PRESETS: dict[str, Config] = {
         name="paper",
         out="runs/paper",
         seeds=(0, 1, 2, 3, 4),
+        epochs=12,
         budget_ranks=(2, 4, 8),
-        tune_rank=4,
         scale_grid=(0.5, 2.0, 8.0),
     ),
     "full": Config(
