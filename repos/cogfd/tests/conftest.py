@@ -24,6 +24,9 @@ TINY = {
     "n_train_images": 2,
     "seeds": (0,),
     "window_ablation": (900,),
+    "steps_ablation": (3,),
+    "lr_grid": (1e-3, 2e-3),
+    "uce_lambda_grid": (0.1,),
     "quiet": True,
 }
 """Flags that shrink any preset to a seconds-long run (also used on the README commands)."""
@@ -43,7 +46,9 @@ def tiny(tmp_path):
 
 @pytest.fixture(scope="session")
 def small_unet():
-    from cogfd import models
+    from cogfd import models, text
 
     torch.manual_seed(0)
-    return models.make_unet(8, (8, 16)).eval().requires_grad_(False), models.TextEncoder().eval()
+    return models.make_unet(8, (8, 16)).eval().requires_grad_(
+        False
+    ), text.tiny_text_encoder().eval()

@@ -33,7 +33,8 @@ def test_uce_maps_the_concept_onto_the_anchor(small_unet):
     originals = dict(unet.named_modules())
     for name, mod in edited.named_modules():
         if name.endswith("attn2"):
-            k, k0 = mod.to_k(h[:, :3]), originals[name].to_k(h[:, :3])
+            # the edited rows: from the concept's last token ("circle") on, as in official UCE
+            k, k0 = mod.to_k(h[:, 2:]), originals[name].to_k(h[:, 2:])
             assert (k[0] - k0[1]).norm() < 0.5 * (k0[0] - k0[1]).norm()  # concept -> anchor
     changed = [
         k for k, v in edited.state_dict().items() if not torch.equal(v, unet.state_dict()[k])

@@ -32,6 +32,14 @@ SHRINK = [
     "--widths",
     "8",
     "16",
+    "--window-ablation",
+    "900",
+    "--steps-ablation",
+    "3",
+    "--lr-grid",
+    "2e-3",
+    "--uce-lambda-grid",
+    "0.1",
     "--quiet",
 ]
 
@@ -79,3 +87,12 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
         extra = [] if argv[1] == "eval" else SHRINK + ["--methods", "original", "cogfd", "uce"]
         assert main(argv[1:] + extra) == 0, argv
     assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "cogfd"
+
+
+def test_corrupted_checkpoint_with_resume_exits_2(tmp_path, capsys):
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "base.safetensors").write_bytes(b"not a checkpoint")
+    assert main(["train", "--resume", "--out", str(run), *SHRINK]) == 2
+    err = capsys.readouterr().err
+    assert "base.safetensors is not a base checkpoint" in err and "Traceback" not in err

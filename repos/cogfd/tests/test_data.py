@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from cogfd import data, models
-from cogfd.train import oracle_accuracy
+from cogfd import data, text
 
 
 def test_renderer_is_deterministic_in_the_seed():
@@ -24,14 +23,12 @@ def test_synonyms_and_subtypes_share_oracle_classes():
     assert data.expected_classes("blue") == (2, None)
 
 
-def test_tokenizer_keeps_bos_and_rejects_unknown_words():
-    _ids, mask = data.tokenize(["", "red circle"])
-    assert mask.tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
+def test_clip_tokenizer_makes_each_word_one_token_and_rejects_unknown_words():
+    encoder = text.tiny_text_encoder()
+    tok = encoder.tokenizer(["", "red circle"], padding="max_length", max_length=4)
+    assert tok.attention_mask == [[1, 1, 0, 0], [1, 1, 1, 1]]  # <|startoftext|> ... <|endoftext|>
+    assert all(len(encoder.tokenizer.tokenize(w)) == 1 for w in data.VOCAB)
+    hidden, _mask = encoder(["red circle", ""])
+    assert hidden.shape == (2, 4, text.EMBED_DIM)
     with pytest.raises(ValueError, match="'purple' is not a known colour"):
-        data.tokenize(["purple circle"])
-
-
-def test_oracle_is_accurate_on_fresh_renders():
-    oracle = models.train_oracle(8, steps=300, batch=64, seed=0)
-    colour_acc, shape_acc = oracle_accuracy(oracle, 8, seed=5, n=256)
-    assert colour_acc >= 97 and shape_acc >= 90
+        encoder(["purple circle"])

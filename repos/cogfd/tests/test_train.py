@@ -8,6 +8,7 @@ import json
 import math
 
 import pytest
+from conftest import TINY
 
 from cogfd.concept_graph import GraphSchemaError
 from cogfd.config import PRESETS, validate
@@ -32,6 +33,32 @@ def test_same_seed_same_numbers_and_resume_reuses_the_base(tiny, tmp_path):
     }
     c = train_and_evaluate(dataclasses.replace(tiny, resume=True), tmp_path / "a")
     assert c["cogfd/forget_rate"] == a["cogfd/forget_rate"]
+
+
+def test_paper_preset_bench_runs_at_tiny_size(tmp_path):
+    """The paper preset end to end (tuning, every method, ablations, swap), shrunk to seconds;
+    its own settings (130 CoGFD steps, 8 seeds, the 60-step sweep) are checked as they are."""
+    from cogfd.bench import run_bench
+
+    paper = PRESETS["paper"]
+    assert paper.erase_steps == 130 and len(paper.seeds) >= 6 and paper.steps_ablation == (60,)
+    cfg = dataclasses.replace(
+        paper,
+        **{**TINY, "seeds": (0, 1)},
+        widths=(8, 16),
+        out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "results"),
+    )
+    doc = run_bench(cfg)
+    assert doc["mode"] == "paper" and (tmp_path / "results" / "paper.json").exists()
+    assert (tmp_path / "results" / "figures" / "paper_metrics.png").exists()
+    assert {c["id"] for c in doc["claims"]} == {
+        "cogfd-forget-drop",
+        "cogfd-retains-sub-concepts",
+        "cogfd-best-erase-retain",
+    }
+    assert all("negative_control" in c for c in doc["claims"])
+    assert "cogfd_steps3" in doc["metrics"] and doc["stall_swap"]["runs"]
 
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):

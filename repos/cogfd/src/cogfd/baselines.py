@@ -4,7 +4,8 @@
   eps_theta(x_t, c) -> eps0(x_t, "") - eta (eps0(x_t, c) - eps0(x_t, "")), t over the whole range.
 - Concept Ablation (Kumari et al. 2023), model-based, anchored: eps_theta(x_t, c) -> eps0(x_t, a)
   on images of the anchor a, training cross-attention to_k/to_v.
-- UCE (Gandikota et al. 2024): closed-form edit of every cross-attention to_k/to_v.
+- UCE (Gandikota et al. 2024): closed-form edit of every cross-attention to_k/to_v, on the
+  token rows from the concept's last token on (as the official code).
 - Naive: ESD-x applied to each sub-concept separately, one after the other.
 """
 
@@ -133,8 +134,8 @@ def uce(
         if int(m[0].sum()) != int(m[1].sum()):
             raise ValueError(f"UCE needs {concept!r} and anchor {anchor!r} of equal token length")
         keep_h, keep_m = models.encode(text_encoder, preserve)
-        c_e, c_a = h[0][m[0] == 1].double(), h[1][m[1] == 1].double()
-        c_p = keep_h[keep_m == 1].double()
+        c_e, c_a = _from_last_token(h[:1], m[:1]), _from_last_token(h[1:], m[1:])
+        c_p = _from_last_token(keep_h, keep_m)
     edited = _copy(unet)
     for name, module in edited.named_modules():
         if name.endswith("attn2"):
@@ -142,6 +143,13 @@ def uce(
                 w = proj.weight.data.double()
                 proj.weight.data = uce_solve(w, c_e, c_a @ w.T, c_p, lam).float()
     return edited
+
+
+def _from_last_token(h: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """Rows of h from each prompt's last word token to the end (the official UCE slice,
+    `attention_mask.sum() - 2`: the concept's final token, <|endoftext|> and the padding)."""
+    last = m.sum(-1) - 2
+    return torch.cat([h[i, int(j) :] for i, j in enumerate(last)]).double()
 
 
 def _copy(unet: UNet2DConditionModel) -> UNet2DConditionModel:

@@ -1,5 +1,5 @@
-"""Quick benchmark: one base model, every eraser over the preset's seeds, claims computed from
-the measured metrics with the thresholds below, results JSON + figures."""
+"""Benchmark: one base model and judge, equal tuning on a validation seed, every eraser over the
+preset's seeds, ablations and the stall experiment, claims (claims.py), results JSON + figures."""
 
 from __future__ import annotations
 
@@ -13,57 +13,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
+from .claims import RIVALS, claims_from
 from .config import Config, validate
-from .evaluate import eval_prompts, evaluate_model, relative_to_original
+from .evaluate import eval_prompts, evaluate_model
 from .models import sample
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import erase_with, prepare, run_seed
+from .results import atomic_write_json, results_document, save_figure, summarize
+from .train import erase_with, images_of, method_generator, prepare, run_method, run_seed
+from .tuning import tune
 
 PAPER = "cogfd"
-FORGET_DROP_MIN = 50.0
-"""Claim 1: CoGFD lowers the forget rate by at least this many points (train and held-out)."""
-RETAIN_DROP_MAX = 10.0
-"""Claim 2: CoGFD's retain accuracy (sub-concepts, other combinations) drops at most this much."""
-BASELINES = ("cogfd_nograph", "esd_x", "ca", "uce", "naive")
-
-
-def claims_from(metrics: dict) -> list[dict]:
-    def mean(method: str, key: str) -> float:
-        return metrics[method][key]["mean"]
-
-    drop, held = mean("cogfd", "forget_drop"), mean("cogfd", "forget_drop_held_out")
-    sub, other = mean("cogfd", "retain_drop_sub"), mean("cogfd", "retain_drop_other")
-    ratios = {m: mean(m, "erase_retain_ratio") for m in ("cogfd",) + BASELINES if m in metrics}
-    rivals = {m: r for m, r in ratios.items() if m != "cogfd"}
-    return [
-        claim(
-            "cogfd-forget-drop",
-            f"CoGFD lowers the forget rate (oracle says red AND circle) by >= {FORGET_DROP_MIN:g} "
-            "points on the erase-set prompts and on held-out synonym prompts (mean of seeds)",
-            "CoGFD erases the combination (lowest CLIP score on forget prompts among erasers, "
-            "HarmfulCmb)",
-            f"erase-set drop {drop:.1f} pts (forget rate {mean('original', 'forget_rate'):.1f} -> "
-            f"{mean('cogfd', 'forget_rate'):.1f}); held-out drop {held:.1f} pts",
-            drop >= FORGET_DROP_MIN and held >= FORGET_DROP_MIN,
-        ),
-        claim(
-            "cogfd-retains-sub-concepts",
-            f"CoGFD's retain accuracy drops by <= {RETAIN_DROP_MAX:g} points on the sub-concepts "
-            "(red, circle) and on other combinations (red square, blue circle, ...)",
-            "sub-concepts stay generable (highest retain CLIP score among erasers)",
-            f"sub-concepts drop {sub:.1f} pts, other combinations drop {other:.1f} pts",
-            sub <= RETAIN_DROP_MAX and other <= RETAIN_DROP_MAX,
-        ),
-        claim(
-            "cogfd-best-erase-retain",
-            "CoGFD has the highest erase-retain ratio (oracle confidence in place of CLIP) of all "
-            "methods",
-            "CoGFD has the best erase-retain score |dCLIP_forget / dCLIP_retain| on HarmfulCmb",
-            f"CoGFD {ratios['cogfd']:.2f} vs "
-            + ", ".join(f"{m} {r:.2f}" for m, r in rivals.items()),
-            all(ratios["cogfd"] > r for r in rivals.values()),
-        ),
-    ]
+BASELINES = RIVALS
 
 
 def performance_from(metrics: dict) -> list[dict]:
@@ -72,10 +31,11 @@ def performance_from(metrics: dict) -> list[dict]:
         {
             "id": f"erase-time-vs-{m}",
             "what": "wall time of one erasure (CPU, 1 thread), including its training images",
-            "ours_s": round(ours, 3),
+            "unit": "s",
+            "higher_is_better": False,
+            "ours_value": round(ours, 3),
             "peer": m,
-            "peer_s": round(metrics[m]["erase_seconds"]["mean"], 3),
-            "ratio": round(ours / max(metrics[m]["erase_seconds"]["mean"], 1e-9), 3),
+            "peer_value": round(metrics[m]["erase_seconds"]["mean"], 3),
         }
         for m in BASELINES
         if m in metrics
@@ -84,11 +44,12 @@ def performance_from(metrics: dict) -> list[dict]:
     perf.append(
         {
             "id": "sampling-speed",
-            "what": "seconds per generated sample (DDIM + classifier-free guidance, oracle aside)",
-            "ours_s": round(1 / sps["cogfd"], 5),
+            "what": "generated samples per second (DDIM + classifier-free guidance, judge aside)",
+            "unit": "samples/s",
+            "higher_is_better": True,
+            "ours_value": round(sps["cogfd"], 2),
             "peer": "original (unedited) model",
-            "peer_s": round(1 / sps["original"], 5),
-            "ratio": round(sps["original"] / sps["cogfd"], 3),
+            "peer_value": round(sps["original"], 2),
         }
     )
     return perf
@@ -101,7 +62,7 @@ def plot(metrics: dict, path: Path) -> None:
         ("retain_acc_sub", "retain acc., sub-concepts"),
         ("retain_acc_other", "retain acc., other combos"),
     ]
-    methods = [m for m in metrics if not m.startswith("cogfd_t")]
+    methods = [m for m in metrics if not m.startswith(("cogfd_t", "cogfd_steps"))]
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / len(keys)
     for j, (key, label) in enumerate(keys):
@@ -117,24 +78,47 @@ def plot(metrics: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def window_ablation(stage, cfg: Config, per_method: dict) -> dict[str, dict[str, list[float]]]:
-    """CoGFD with wider timestep windows [t_start, t_end), first seed only (reported only)."""
+def ablations(stage, cfg: Config, per_method: dict, tuned: dict) -> dict[str, dict]:
+    """CoGFD with wider timestep windows and with more steps, on every seed (reported only)."""
     if "cogfd" not in cfg.methods:
         return {}
-    seed = cfg.seeds[0]
+    base = dataclasses.replace(cfg, **tuned.get("cogfd", {}))
+    variants = {f"cogfd_t{t}-{cfg.t_end}": {"t_start": t} for t in cfg.window_ablation}
+    variants.update({f"cogfd_steps{n}": {"erase_steps": n} for n in cfg.steps_ablation})
+    out: dict[str, dict[str, list[float]]] = {}
+    for label, change in variants.items():
+        for i, seed in enumerate(cfg.seeds):
+            orig = {k: v[i] for k, v in per_method["original"].items()}
+            run_cfg = dataclasses.replace(base, **change)
+            for key, value in run_method("cogfd", stage, run_cfg, seed, orig)[1].items():
+                out.setdefault(label, {}).setdefault(key, []).append(value)
+    return out
+
+
+def swap_experiment(stage, cfg: Config, per_method: dict, tuned: dict) -> dict:
+    """Why CoGFD stalls on some seeds: rerun it with the training images of the seed that
+    erased best and the optimisation noise (t, x_t draws) of the seed that erased worst, and
+    the other way round. Whichever factor moves the forget rate decides the stall."""
+    if "cogfd" not in cfg.methods or len(cfg.seeds) < 2:
+        return {}
+    rates = per_method["cogfd"]["forget_rate"]
+    best, worst = cfg.seeds[rates.index(min(rates))], cfg.seeds[rates.index(max(rates))]
+    run_cfg = dataclasses.replace(cfg, **tuned.get("cogfd", {}))
     groups = eval_prompts(cfg.combination, stage.erase)
-    orig = {k: v[0] for k, v in per_method["original"].items()}
-    out = {}
-    for start in cfg.window_ablation:
-        run_cfg = dataclasses.replace(cfg, t_start=start)
-        gen = torch.Generator().manual_seed(seed * 100 + 1)
-        torch.manual_seed(seed * 100 + 1)
-        unet = erase_with("cogfd", stage, run_cfg, gen)
-        m = evaluate_model(
-            unet, stage.text_encoder, stage.oracle, groups, run_cfg, seed, cfg.combination
+    out = {"best_seed": best, "worst_seed": worst, "runs": []}
+    for img_seed, opt_seed in ((best, worst), (worst, best)):
+        images = images_of(
+            stage, cfg.combination, cfg.n_train_images, cfg, method_generator("cogfd", img_seed)
         )
-        m.update(relative_to_original(m, orig))
-        out[f"cogfd_t{start}-{cfg.t_end}"] = {k: [v] for k, v in m.items()}
+        gen = method_generator("cogfd", opt_seed)
+        unet, info = erase_with("cogfd", stage, run_cfg, gen, images)
+        m = evaluate_model(
+            unet, stage.text_encoder, stage.oracle, groups, run_cfg, opt_seed, cfg.combination
+        )
+        out["runs"].append(
+            {"images_of_seed": img_seed, "noise_of_seed": opt_seed, "forget_rate": m["forget_rate"]}
+            | info
+        )
     return out
 
 
@@ -179,18 +163,20 @@ def run_bench(cfg: Config) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     stage = prepare(cfg, workdir)
+    tuned, tuning = tune(stage, cfg)
     per_method: dict[str, dict[str, list[float]]] = {}
     kept: dict = {}
     for seed in cfg.seeds:
         keep = kept if seed == cfg.seeds[0] else None
-        for name, values in run_seed(stage, cfg, seed, keep).items():
+        for name, values in run_seed(stage, cfg, seed, keep, tuned).items():
             for key, value in values.items():
                 per_method.setdefault(name, {}).setdefault(key, []).append(value)
-    per_method.update(window_ablation(stage, cfg, per_method))
+    swap = swap_experiment(stage, cfg, per_method, tuned)
+    per_method.update(ablations(stage, cfg, per_method, tuned))
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     metrics["original"]["pretrain_seconds"] = summarize([stage.pretrain_seconds])
-    metrics["original"]["oracle_colour_acc"] = summarize([stage.oracle_accuracy[0]])
-    metrics["original"]["oracle_shape_acc"] = summarize([stage.oracle_accuracy[1]])
+    for key, value in stage.judge_validation.items():
+        metrics["original"][f"judge_{key}"] = summarize([value])
     claims = claims_from(metrics) if "cogfd" in metrics else []
     performance = performance_from(metrics) if "cogfd" in metrics else None
     figures = Path(cfg.results_dir) / "figures"
@@ -207,5 +193,7 @@ def run_bench(cfg: Config) -> dict:
         performance,
     )
     doc["graph"] = {"erase": stage.erase, "retain": stage.retain}
+    doc["tuning"] = tuning
+    doc["stall_swap"] = swap
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

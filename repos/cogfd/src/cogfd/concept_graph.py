@@ -141,3 +141,24 @@ def llm_builder(generate: Callable[[str], str]) -> Builder:
         return validate_graph({combination: graph[combination]})
 
     return build
+
+
+def local_llm(folder: str, max_new_tokens: int = 512) -> Callable[[str], str]:
+    """A text generator from a local transformers causal-LM folder (no hub), for llm_builder.
+    Greedy decoding, so a given model builds the same graph every time."""
+    from pathlib import Path
+
+    if not Path(folder).is_dir():
+        raise ValueError(f"graph_llm {folder} is not a folder with a local causal LM")
+    from transformers import pipeline
+
+    try:
+        generate = pipeline("text-generation", model=folder, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"graph_llm {folder} could not be loaded ({exc})") from exc
+
+    def reply(prompt: str) -> str:
+        out = generate(prompt, max_new_tokens=max_new_tokens, do_sample=False)
+        return out[0]["generated_text"][len(prompt) :]
+
+    return reply

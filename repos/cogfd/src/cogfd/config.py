@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 
-METHODS = ("original", "cogfd", "cogfd_nograph", "esd_x", "ca", "uce", "naive")
-"""Every model the benchmark evaluates; "original" is the pretrained model before erasure."""
+METHODS = ("original", "cogfd", "cogfd_nograph", "cogfd_noerase", "esd_x", "ca", "uce", "naive")
+"""Every model the benchmark evaluates; "original" is the pretrained model before erasure and
+"cogfd_noerase" is the negative control (CoGFD's loss without its erase term exp(-L_e))."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Config:
     """Preset name; the benchmark writes results/<name>.json."""
     seed: int = 0
     """Seed of erasure and evaluation sampling (the base model always uses base_seed)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
     """Seeds the benchmark runs over (one base model, erased and sampled once per seed)."""
     base_seed: int = 0
     """Seed of the pretrained text-to-image model and of the oracle."""
@@ -46,10 +47,11 @@ class Config:
     """Batch size of pretraining."""
     pretrain_lr: float = 3e-3
     """AdamW learning rate of pretraining."""
-    oracle_steps: int = 400
-    """Training steps of the colour/shape oracle."""
+    oracle_steps: int = 1000
+    """Training steps of the colour/shape judge (renders, nothing-images, SDEdit samples)."""
     base_checkpoint: str = ""
-    """Local diffusers UNet folder to erase instead of pretraining (e.g. SD v1.5's unet/)."""
+    """Local StableDiffusionPipeline folder (SD v1.4/1.5) that `train` erases with CoGFD and
+    saves under --out/pipeline, instead of the procedural world."""
     combination: str = "red circle"
     """The concept combination X to erase."""
     theme: str = "red circle"
@@ -58,6 +60,8 @@ class Config:
     """Iterative graph expansions (iterate_n; run.sh uses 2)."""
     graph_json: str = ""
     """Path to a concept logic graph JSON (official shape) to use instead of the ontology."""
+    graph_llm: str = ""
+    """Local transformers causal-LM folder that builds the graph (the official gpt-4o step)."""
     n_train_images: int = 5
     """Images of the combination sampled from the original model for erasure (paper: 5)."""
     erase_steps: int = 60
@@ -71,7 +75,15 @@ class Config:
     t_end: int = 1000
     """End of CoGFD's window, exclusive (paper: 1000)."""
     window_ablation: tuple[int, ...] = (950, 800)
-    """Extra window starts t_start (window [t_start, t_end)) the benchmark tries on its first seed."""
+    """Extra window starts t_start (window [t_start, t_end)) the benchmark tries on every seed."""
+    steps_ablation: tuple[int, ...] = (130,)
+    """Extra CoGFD step counts the benchmark tries on every seed (paper: 130)."""
+    lr_grid: tuple[float, ...] = (5e-4, 2e-3, 8e-3)
+    """Learning rates every fine-tuning eraser is tuned over on the validation seed."""
+    uce_lambda_grid: tuple[float, ...] = (0.01, 0.1, 1.0)
+    """UCE's ridge weights tuned over on the validation seed (UCE has no learning rate)."""
+    tune_seed: int = 1000
+    """Validation seed of the tuning (never one of the test seeds)."""
     erase_weight: float = 0.1
     """Weight of exp(-L_e) in L = w exp(-L_e) + exp(L_r) (paper: 0.1)."""
     esd_eta: float = 1.0
@@ -90,6 +102,16 @@ class Config:
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        pretrain_steps=2000,
+        oracle_steps=2000,
+        erase_steps=130,
+        steps_ablation=(60,),
+        eval_samples=16,
+        seeds=(0, 1, 2, 3, 4, 5, 6, 7),
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -101,10 +123,11 @@ PRESETS: dict[str, Config] = {
         pretrain_lr=1e-3,
         oracle_steps=2000,
         erase_steps=130,
+        steps_ablation=(60,),
         erase_lr=1e-4,
         ddim_steps=50,
         eval_samples=256,
-        seeds=(0, 1, 2, 3, 4),
+        seeds=(0, 1, 2, 3, 4, 5),
     ),
 }
 
@@ -133,6 +156,14 @@ def validate(cfg: Config) -> Config:
         )
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
+    if cfg.tune_seed in cfg.seeds:
+        raise ValueError(f"tune_seed {cfg.tune_seed} must not be one of the test seeds {cfg.seeds}")
+    if not cfg.lr_grid or min(cfg.lr_grid) <= 0 or not cfg.uce_lambda_grid:
+        raise ValueError(f"lr_grid must hold learning rates > 0, got {cfg.lr_grid}")
+    if any(lam <= 0 for lam in cfg.uce_lambda_grid):
+        raise ValueError(f"uce_lambda_grid values must be > 0, got {cfg.uce_lambda_grid}")
+    if any(s < 1 for s in cfg.steps_ablation):
+        raise ValueError(f"steps_ablation values must be >= 1, got {cfg.steps_ablation}")
     unknown = [m for m in cfg.methods if m not in METHODS]
     if unknown or "original" not in cfg.methods:
         raise ValueError(f"methods must include 'original' and come from {METHODS}, got {unknown}")

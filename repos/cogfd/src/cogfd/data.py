@@ -33,9 +33,8 @@ COLOUR_CLASSES = ("red", "green", "blue", "yellow")
 SHAPE_CLASSES = ("circle", "square", "triangle", "cross")
 BASE_COLOURS = ("red", "green", "blue", "yellow")
 BASE_SHAPES = ("circle", "square", "triangle", "cross")
-SPECIALS = ("<pad>", "<bos>")
-VOCAB: tuple[str, ...] = SPECIALS + tuple(COLOURS) + tuple(SHAPES)
-MAX_TOKENS = 4  # <bos> + colour + shape + one pad: the brief's "at most 4 tokens"
+VOCAB: tuple[str, ...] = tuple(COLOURS) + tuple(SHAPES)
+"""Every word a prompt may use (the tiny CLIPTokenizer makes each one token)."""
 
 
 def parse_prompt(prompt: str) -> tuple[str | None, str | None]:
@@ -52,20 +51,6 @@ def parse_prompt(prompt: str) -> tuple[str | None, str | None]:
                 f"or shape {sorted(SHAPES)} (or repeats one)"
             )
     return colour, shape
-
-
-def tokenize(prompts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token ids (B, MAX_TOKENS) and a padding mask (1 = real token); <bos> is always present,
-    so the empty prompt (classifier-free guidance's unconditional input) is never all-padding."""
-    ids = torch.zeros(len(prompts), MAX_TOKENS, dtype=torch.long)
-    mask = torch.zeros(len(prompts), MAX_TOKENS, dtype=torch.long)
-    for i, prompt in enumerate(prompts):
-        colour, shape = parse_prompt(prompt)
-        words = ["<bos>"] + [w for w in (colour, shape) if w is not None]
-        for j, w in enumerate(words):
-            ids[i, j] = VOCAB.index(w)
-            mask[i, j] = 1
-    return ids, mask
 
 
 def _shape_mask(kind: str, size: int, cx: float, cy: float, r: float) -> torch.Tensor:

@@ -76,10 +76,11 @@ def finetune(
     lr: float,
     quiet: bool = True,
     desc: str = "erase",
+    weight_decay: float = 0.01,
 ) -> list[float]:
     """The optimiser loop every fine-tuning eraser shares: AdamW (0.9, 0.999), weight decay
     0.01, gradient clipping at 1.0, constant learning rate (the official settings)."""
-    opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), weight_decay=0.01)
+    opt = torch.optim.AdamW(params, lr=lr, betas=(0.9, 0.999), weight_decay=weight_decay)
     losses = []
     bar = tqdm(range(steps), desc=desc, disable=quiet, leave=False)
     for step in bar:
@@ -111,8 +112,9 @@ def erase_cogfd(
     erase_weight: float,
     gen: torch.Generator,
     quiet: bool = True,
-) -> tuple[UNet2DConditionModel, list[float]]:
-    """CoGFD fine-tuning; returns the edited copy of `unet` and the loss curve.
+) -> tuple[UNet2DConditionModel, list[float], list[float]]:
+    """CoGFD fine-tuning; returns the edited copy of `unet`, the loss curve and the L_e curve
+    (how far the erase prompts have been pushed; it starts at exactly 0).
 
     As in the official dataset, prompt i is paired with image i mod len(images), and a batch is
     min(|E| + |R|, batch) prompts drawn without replacement each step.
@@ -140,7 +142,10 @@ def erase_cogfd(
         eps = models.denoise(student, x_t, t, h_all[idx], m_all[idx])
         with torch.no_grad():
             eps0 = models.denoise(frozen, x_t, t, h_all[idx], m_all[idx])
-        return cogfd_loss(eps, eps0, labels[idx], erase_weight)[0]
+        loss, l_e, _ = cogfd_loss(eps, eps0, labels[idx], erase_weight)
+        erase_curve.append(float(l_e.detach()))
+        return loss
 
+    erase_curve: list[float] = []
     losses = finetune(student, params, step_loss, steps, lr, quiet, desc="CoGFD")
-    return student, losses
+    return student, losses, erase_curve

@@ -10,7 +10,7 @@ import time
 
 import torch
 
-from . import data, models
+from . import data, judge, models
 
 RETAIN_FLOOR = 0.01
 """Retain-confidence drops below 1 point count as 1 point in the erase-retain ratio, so that a
@@ -43,9 +43,17 @@ def eval_prompts(combination: str, erase: list[str]) -> dict[str, list[str]]:
 
 
 @torch.no_grad()
-def oracle_probs(oracle: models.Oracle, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def oracle_probs(oracle: judge.Oracle, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     lc, ls = oracle(images)
     return lc.softmax(-1), ls.softmax(-1)
+
+
+@torch.no_grad()
+def combination_rate(oracle: judge.Oracle, images: torch.Tensor, combination: str) -> float:
+    """% of `images` the judge labels as the combination (e.g. red AND circle)."""
+    target = data.expected_classes(combination)
+    pc, ps = oracle_probs(oracle, images.cpu())
+    return 100 * float(((pc.argmax(-1) == target[0]) & (ps.argmax(-1) == target[1])).float().mean())
 
 
 def frechet_distance(a: torch.Tensor, b: torch.Tensor) -> float:

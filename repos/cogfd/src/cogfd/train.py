@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from . import baselines, concept_graph, data, evaluate, models
+from . import baselines, concept_graph, data, evaluate, judge, models, text
 from .config import Config, validate
 from .decoupling import erase_cogfd
 from .results import atomic_write_json
@@ -24,13 +25,13 @@ class Stage:
 
     unet: Any
     text_encoder: models.TextEncoder
-    oracle: models.Oracle
+    oracle: judge.Oracle
     graph: dict
     erase: list[str]
     retain: list[str]
     pretrain_seconds: float
     pretrain_losses: list[float]
-    oracle_accuracy: tuple[float, float] = (0.0, 0.0)
+    judge_validation: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 def _save_base(path: Path, stage_parts: dict[str, torch.nn.Module]) -> None:
@@ -45,14 +46,28 @@ def _save_base(path: Path, stage_parts: dict[str, torch.nn.Module]) -> None:
 
 
 def _load_base(path: Path, parts: dict[str, torch.nn.Module]) -> None:
-    tensors = load_file(str(path))
-    for prefix, module in parts.items():
-        n = len(prefix) + 1
-        module.load_state_dict({k[n:]: v for k, v in tensors.items() if k.startswith(prefix + ".")})
+    """Load base.safetensors; a file that is not one (truncated, from another preset or an
+    older version) is a one-line ValueError naming it."""
+    try:
+        tensors = load_file(str(path))
+        for prefix, module in parts.items():
+            n = len(prefix) + 1
+            state = {k[n:]: v for k, v in tensors.items() if k.startswith(prefix + ".")}
+            module.load_state_dict(state)
+    except (OSError, RuntimeError, ValueError, SafetensorError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(
+            f"{path} is not a base checkpoint of this preset ({first[:120]}); "
+            "delete it or run without --resume"
+        ) from exc
 
 
 def load_graph(cfg: Config) -> dict:
-    """The concept logic graph: a JSON file when cfg.graph_json is set, else the ontology."""
+    """The concept logic graph: built by a local LLM (cfg.graph_llm), read from a JSON file in
+    the official shape (cfg.graph_json), or built by the deterministic ontology."""
+    if cfg.graph_llm:
+        builder = concept_graph.llm_builder(concept_graph.local_llm(cfg.graph_llm))
+        return concept_graph.build_graph(cfg.combination, cfg.theme, cfg.graph_iterations, builder)
     if cfg.graph_json:
         path = Path(cfg.graph_json)
         if not path.exists():
@@ -79,15 +94,15 @@ def prepare(cfg: Config, workdir: Path) -> Stage:
     losses: list[float] = []
     if cfg.resume and ckpt.exists():
         unet = models.make_unet(cfg.image_size, cfg.widths)
-        text_encoder, oracle = models.TextEncoder(), models.Oracle()
+        text_encoder, oracle = text.tiny_text_encoder(), judge.Oracle()
         _load_base(ckpt, {"unet": unet, "text": text_encoder, "oracle": oracle})
         for m in (unet, text_encoder, oracle):
             m.eval().requires_grad_(False)
     else:
         if cfg.base_checkpoint:
             raise ValueError(
-                "base_checkpoint: erasing a local SD UNet needs its CLIP text encoder and VAE, "
-                "which this CPU build does not wire in; see README 'Scaling up'"
+                "base_checkpoint works with `cogfd train` (it erases the pipeline and saves it); "
+                "the benchmark's judge only knows the procedural world"
             )
         unet, text_encoder, losses = models.pretrain(
             cfg.image_size,
@@ -99,27 +114,42 @@ def prepare(cfg: Config, workdir: Path) -> Stage:
             quiet=cfg.quiet,
             device=cfg.device,
         )
-        oracle = models.train_oracle(cfg.image_size, cfg.oracle_steps, 64, cfg.base_seed)
+        oracle = train_judge(unet, text_encoder, cfg)
         _save_base(ckpt, {"unet": unet, "text": text_encoder, "oracle": oracle})
     unet.to(cfg.device)
     text_encoder.to(cfg.device)
     seconds = time.perf_counter() - start
-    accuracy = oracle_accuracy(oracle, cfg.image_size, cfg.base_seed)
-    return Stage(unet, text_encoder, oracle, graph, erase, retain, seconds, losses, accuracy)
-
-
-@torch.no_grad()
-def oracle_accuracy(oracle: models.Oracle, size: int, seed: int, n: int = 512) -> tuple[float, ...]:
-    """Colour and shape accuracy (%) of the oracle on fresh renders of random prompts."""
-    gen = torch.Generator().manual_seed(seed + 77)
-    x, c, s = data.render_batch(data.random_prompts(n, gen, p_empty=0.0), size, gen)
-    lc, ls = oracle(x)
-    return 100 * float((lc.argmax(-1) == c).float().mean()), 100 * float(
-        (ls.argmax(-1) == s).float().mean()
+    checks = judge.validate_judge(
+        oracle, unet, text_encoder, cfg.image_size, cfg.ddim_steps, cfg.guidance, cfg.base_seed
     )
+    return Stage(unet, text_encoder, oracle, graph, erase, retain, seconds, losses, checks)
 
 
-def _images_of(stage: Stage, prompt: str, n: int, cfg: Config, gen: torch.Generator):
+JUDGE_TRAIN_T = (200, 300, 400, 500)
+"""SDEdit noise levels of the generated images the judge trains on (validation: SDEDIT_T)."""
+
+
+def train_judge(unet, text_encoder, cfg: Config) -> judge.Oracle:
+    """The judge, trained on degraded renders, nothing-images and 1024 SDEdit images of the
+    original model (seeds disjoint from the validation images)."""
+    parts = [
+        judge.generated_validation_set(
+            unet,
+            text_encoder,
+            256,
+            cfg.image_size,
+            cfg.ddim_steps,
+            cfg.guidance,
+            t0,
+            cfg.base_seed + 9000 + t0,
+        )
+        for t0 in JUDGE_TRAIN_T
+    ]
+    pool = tuple(torch.cat([p[i] for p in parts]) for i in range(3))
+    return judge.train_oracle(cfg.image_size, cfg.oracle_steps, 64, cfg.base_seed, pool)
+
+
+def images_of(stage: Stage, prompt: str, n: int, cfg: Config, gen: torch.Generator):
     """Images of `prompt` from the original model (the paper's img_prepare.py)."""
     return models.sample(
         stage.unet,
@@ -132,18 +162,27 @@ def _images_of(stage: Stage, prompt: str, n: int, cfg: Config, gen: torch.Genera
     )
 
 
-def erase_with(name: str, stage: Stage, cfg: Config, gen: torch.Generator):
-    """Run one eraser; returns the edited UNet (the original for "original")."""
+ESCAPE_LE = 1e-3
+"""L_e above which CoGFD counts as having left the zero-gradient start (diagnostics only)."""
+
+
+def erase_with(
+    name: str, stage: Stage, cfg: Config, gen: torch.Generator, images: torch.Tensor | None = None
+) -> tuple[Any, dict[str, float]]:
+    """Run one eraser; returns the edited UNet (the original for "original") and, for the CoGFD
+    variants, diagnostics of the run. `images` replaces CoGFD's training images (the swap
+    experiment) after the same draws from `gen` as without it."""
     x = cfg.combination
     common = {"steps": cfg.erase_steps, "lr": cfg.erase_lr, "gen": gen, "quiet": cfg.quiet}
     if name == "original":
-        return stage.unet
-    if name in ("cogfd", "cogfd_nograph"):
+        return stage.unet, {}
+    if name in ("cogfd", "cogfd_nograph", "cogfd_noerase"):
         erase, retain = stage.erase, stage.retain
         if name == "cogfd_nograph":  # no LLM expansion: X and its literal parts only
             erase, retain = [x], x.split()
-        images = _images_of(stage, x, cfg.n_train_images, cfg, gen)
-        return erase_cogfd(
+        own = images_of(stage, x, cfg.n_train_images, cfg, gen)
+        images = own if images is None else images
+        unet, _, curve = erase_cogfd(
             stage.unet,
             stage.text_encoder,
             images,
@@ -151,50 +190,86 @@ def erase_with(name: str, stage: Stage, cfg: Config, gen: torch.Generator):
             retain,
             batch=cfg.erase_batch,
             t_window=(cfg.t_start, cfg.t_end),
-            erase_weight=cfg.erase_weight,
+            erase_weight=0.0 if name == "cogfd_noerase" else cfg.erase_weight,
             **common,
-        )[0]
+        )
+        escaped = [i for i, v in enumerate(curve) if v > ESCAPE_LE]
+        return unet, {
+            "le_final": curve[-1],
+            "le_step10": curve[min(10, len(curve) - 1)],
+            "escape_step": float(escaped[0] if escaped else len(curve)),
+            "train_images_combo_rate": evaluate.combination_rate(stage.oracle, images, x),
+        }
     if name == "esd_x":
-        images = _images_of(stage, x, 8, cfg, gen)
-        return baselines.esd_x(
+        images = images_of(stage, x, 8, cfg, gen)
+        edited = baselines.esd_x(
             stage.unet, stage.text_encoder, images, x, eta=cfg.esd_eta, **common
-        )[0]
+        )
+        return edited[0], {}
     if name == "naive":
         parts = x.split()
-        images = [_images_of(stage, p, 8, cfg, gen) for p in parts]
-        return baselines.naive(
+        images = [images_of(stage, p, 8, cfg, gen) for p in parts]
+        edited = baselines.naive(
             stage.unet, stage.text_encoder, images, parts, eta=cfg.esd_eta, **common
-        )[0]
+        )
+        return edited[0], {}
     if name == "ca":
-        images = _images_of(stage, cfg.ca_anchor, 8, cfg, gen)
-        return baselines.concept_ablation(
+        images = images_of(stage, cfg.ca_anchor, 8, cfg, gen)
+        edited = baselines.concept_ablation(
             stage.unet, stage.text_encoder, images, x, cfg.ca_anchor, **common
-        )[0]
+        )
+        return edited[0], {}
     if name == "uce":
-        return baselines.uce(
+        edited = baselines.uce(
             stage.unet, stage.text_encoder, x, cfg.ca_anchor, x.split(), cfg.uce_lambda
         )
+        return edited, {}
     raise ValueError(f"unknown method {name!r}")
 
 
+def method_generator(name: str, seed: int) -> torch.Generator:
+    """The generator of one method at one seed (fixed per method name, so a subset of methods
+    gives the same numbers as the full run)."""
+    from .config import METHODS
+
+    torch.manual_seed(seed * 100 + METHODS.index(name))
+    return torch.Generator().manual_seed(seed * 100 + METHODS.index(name))
+
+
+def run_method(
+    name: str, stage: Stage, cfg: Config, seed: int, orig: dict | None = None
+) -> tuple[Any, dict[str, float]]:
+    """Erase with one method at `seed`, evaluate it; relative metrics when `orig` is given."""
+    groups = evaluate.eval_prompts(cfg.combination, stage.erase)
+    gen = method_generator(name, seed)
+    start = time.perf_counter()
+    unet, info = erase_with(name, stage, cfg, gen)
+    seconds = time.perf_counter() - start
+    m = evaluate.evaluate_model(
+        unet, stage.text_encoder, stage.oracle, groups, cfg, seed, cfg.combination
+    )
+    m["erase_seconds"] = seconds
+    m.update(info)
+    if orig is not None:
+        m.update(evaluate.relative_to_original(m, orig))
+    return unet, m
+
+
 def run_seed(
-    stage: Stage, cfg: Config, seed: int, keep: dict | None = None
+    stage: Stage,
+    cfg: Config,
+    seed: int,
+    keep: dict | None = None,
+    tuned: dict[str, dict[str, float]] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Erase with every method in cfg.methods at `seed` and evaluate; per-method metrics.
-    Edited UNets are stored in `keep` (method -> UNet) when a dict is given."""
-    groups = evaluate.eval_prompts(cfg.combination, stage.erase)
+    `tuned` maps a method to its Config overrides (its chosen learning rate); edited UNets are
+    stored in `keep` (method -> UNet) when a dict is given."""
+    tuned = tuned or {}
     results: dict[str, dict[str, float]] = {}
-    for i, name in enumerate(cfg.methods):
-        torch.manual_seed(seed * 100 + i)
-        gen = torch.Generator().manual_seed(seed * 100 + i)
-        start = time.perf_counter()
-        unet = erase_with(name, stage, cfg, gen)
-        seconds = time.perf_counter() - start
-        m = evaluate.evaluate_model(
-            unet, stage.text_encoder, stage.oracle, groups, cfg, seed, cfg.combination
-        )
-        m["erase_seconds"] = seconds
-        results[name] = m
+    for name in cfg.methods:
+        method_cfg = dataclasses.replace(cfg, **tuned.get(name, {}))
+        unet, results[name] = run_method(name, stage, method_cfg, seed)
         if keep is not None:
             keep[name] = unet
     for name in cfg.methods:
@@ -209,6 +284,12 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    if cfg.base_checkpoint:  # a local StableDiffusionPipeline folder: erase it with CoGFD
+        from . import sd
+
+        sd.check_folder(cfg.base_checkpoint)
+        erase, retain = concept_graph.extract_sets(load_graph(cfg))
+        return sd.erase_pipeline(cfg, erase, retain, workdir)
     stage = prepare(cfg, workdir)
     per_method = run_seed(stage, cfg, cfg.seed)
     metrics = {f"{m}/{k}": v for m, d in per_method.items() for k, v in d.items()}

@@ -1,0 +1,36 @@
+"""The judge: accurate on renders, abstains on pure noise, and SDEdit gives labelled samples."""
+
+from __future__ import annotations
+
+import torch
+
+from cogfd import data, judge
+
+
+def test_judge_is_accurate_on_renders_and_abstains_on_noise():
+    oracle = judge.train_oracle(8, steps=600, batch=64, seed=0)
+    gen = torch.Generator().manual_seed(5)
+    x, c, s = data.render_batch(data.random_prompts(256, gen, p_empty=0.0), 8, gen)
+    acc = judge.accuracy(oracle, x, c, s)
+    assert acc["colour_acc"] >= 95 and acc["shape_acc"] >= 80
+    red, circle = data.expected_classes("red circle")
+    noise = judge.noise_reading(oracle, judge.pure_noise(256, 8, gen), (red, circle))
+    assert noise["reads_combination"] <= 5.0  # the first-pass judge read 50% here
+
+
+def test_sdedit_set_keeps_labels_and_starts_from_the_render(small_unet):
+    unet, text = small_unet
+    x, c, s = judge.generated_validation_set(unet, text, 8, 8, 4, 3.0, 400, seed=0)
+    assert x.shape == (8, 3, 8, 8) and x.abs().max() <= 1
+    assert c.tolist()[:4] == [0, 1, 2, 3] and s.tolist()[:4] == [0, 0, 0, 0]
+
+
+def test_pool_of_generated_images_is_used():
+    gen = torch.Generator().manual_seed(0)
+    pool = (
+        torch.zeros(4, 3, 8, 8),
+        torch.zeros(4, dtype=torch.long),
+        torch.ones(4, dtype=torch.long),
+    )
+    oracle = judge.train_oracle(8, steps=2, batch=8, seed=0, generated=pool)
+    assert oracle(judge.pure_noise(2, 8, gen))[0].shape == (2, len(judge.COLOURS))
