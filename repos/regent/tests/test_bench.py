@@ -5,7 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from regent.bench import compute_claims, regroup, run_bench
+from regent.results import paired_interval
+from regent.train import METHODS
 
 
 def test_bench_writes_schema(tiny):
@@ -23,27 +27,87 @@ def test_bench_writes_schema(tiny):
         "claims",
     ):
         assert key in doc
-    assert {"REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-no-interp"} <= set(doc["metrics"])
+    assert set(METHODS) <= set(doc["metrics"])
     assert len(doc["claims"]) == 3
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert any(p["id"].startswith("knn-") and p["peer_s"] > 0 for p in doc["performance"])
-    assert (Path(tiny.results_dir) / "figures" / "return_vs_demos.png").exists()
+    assert all(isinstance(c["holds"], bool) and c["paper"] and c["control"] for c in doc["claims"])
+    assert any(p["id"].startswith("knn-dim") and p["peer_s"] > 0 for p in doc["performance"])
+    for name in ("return_vs_demos", "context_ablation", "knn_by_dimension"):
+        assert (Path(tiny.results_dir) / "figures" / f"{name}.png").exists()
+    iv = doc["paired_vs_rp"]["REGENT - R&P/grid/k2"]
+    assert iv["lo"] <= iv["mean"] <= iv["hi"] and iv["n"] == 2 * tiny.eval_episodes
+    assert iv["blocks"] == 2  # two seeds x one held-out task
+    assert doc["metrics"]["p95 context over nn1"]["normaliser_ratio/point"]["mean"] > 1
 
 
-def synthetic(tiny, regent, rp, mtbc, ablation):
-    flat = {}
-    for k, r, p, b in zip(tiny.demo_counts, regent, rp, mtbc):
-        flat |= {f"REGENT/k{k}": r, f"R&P/k{k}": p, f"MT-BC/k{k}": b}
-    flat |= {f"ablation/n{n}": v for n, v in zip(tiny.ablation_sizes, ablation)}
-    return regroup([flat])
+def synthetic(tiny, curves: dict[str, list[float]], ablation: list[float], noise=0.05):
+    """Per-episode returns around given means (60 paired episodes), and their summary metrics."""
+    rng = np.random.default_rng(0)
+    eps = {}
+    for method, values in curves.items():
+        for k, v in zip(tiny.demo_counts, values):
+            eps[f"{method}/k{k}"] = v + noise * rng.standard_normal(60)
+    for n, v in zip(tiny.ablation_sizes, ablation):
+        eps[f"ablation/n{n}"] = v + noise * rng.standard_normal(60)
+    return regroup([{k: float(v.mean()) for k, v in eps.items()}]), eps
 
 
-def test_claims_follow_the_metrics(tiny):
-    good = compute_claims(
-        tiny, synthetic(tiny, [0.5, 0.7], [0.4, 0.5], [0.1, 0.1], [0.2, 0.6, 0.62])
-    )
-    assert [c["holds"] for c in good] == [True, True, True]
-    bad = compute_claims(
-        tiny, synthetic(tiny, [0.5, 0.45], [0.6, 0.5], [0.1, 0.1], [0.2, 0.3, 0.6])
-    )
-    assert [c["holds"] for c in bad] == [False, False, False]
+def test_claims_follow_the_metrics_and_their_controls(tiny):
+    good = {
+        "REGENT": [0.5, 0.7],
+        "R&P": [0.4, 0.5],
+        "MT-BC": [0.1, 0.1],
+        "REGENT-untrained": [0.2, 0.3],
+    }
+    claims = compute_claims(tiny, *synthetic(tiny, good, [0.2, 0.6, 0.62]))
+    assert [c["holds"] for c in claims] == [True, True, True]
+    assert all("fails" in c["control"] for c in claims)
+    bad = {
+        "REGENT": [0.5, 0.45],
+        "R&P": [0.6, 0.5],
+        "MT-BC": [0.1, 0.1],
+        "REGENT-untrained": [0.2, 0.3],
+    }
+    claims = compute_claims(tiny, *synthetic(tiny, bad, [0.2, 0.3, 0.6]))
+    assert [c["holds"] for c in claims] == [False, False, False]
+
+
+def test_a_passing_control_voids_the_claim(tiny):
+    """If an untrained transformer beats R&P just as well, the ordering is not REGENT's doing."""
+    curves = {
+        "REGENT": [0.5, 0.7],
+        "R&P": [0.4, 0.5],
+        "MT-BC": [0.1, 0.1],
+        "REGENT-untrained": [0.5, 0.7],
+    }
+    first = compute_claims(tiny, *synthetic(tiny, curves, [0.2, 0.6, 0.62]))[0]
+    assert not first["holds"] and "claim void" in first["control"]
+
+
+def test_noisy_equal_means_do_not_pass(tiny):
+    """A 0.01 lead with a 0.1 spread (the first pass's 5-demo case) is not an ordering."""
+    curves = {
+        "REGENT": [0.51, 0.71],
+        "R&P": [0.5, 0.7],
+        "MT-BC": [0.1, 0.1],
+        "REGENT-untrained": [0.2, 0.3],
+    }
+    first = compute_claims(tiny, *synthetic(tiny, curves, [0.2, 0.6, 0.62], noise=0.1))[0]
+    assert not first["holds"]
+
+
+def test_paired_interval_covers_the_mean_and_shrinks_with_pairs():
+    rng = np.random.default_rng(1)
+    small, large = (paired_interval(0.1 + rng.standard_normal(n)) for n in (20, 2000))
+    assert small["lo"] < small["mean"] < small["hi"]
+    assert large["hi"] - large["lo"] < 0.3 * (small["hi"] - small["lo"])
+    assert paired_interval(np.zeros(6), 3) == {
+        "mean": 0.0,
+        "lo": 0.0,
+        "hi": 0.0,
+        "n": 6,
+        "blocks": 2,
+    }
+    # blocks that differ widen the interval: resampling whole blocks keeps their spread
+    blocky = np.repeat([0.0, 1.0], 50) + 0.01 * rng.standard_normal(100)
+    assert paired_interval(blocky, 50)["hi"] - paired_interval(blocky, 50)["lo"] > 0.5
+    assert paired_interval(blocky)["hi"] - paired_interval(blocky)["lo"] < 0.3

@@ -27,12 +27,32 @@ def test_help_lists_commands(capsys):
         (["train", "--steps", "0"], "steps must be >= 1"),
         (["train", "--families", "maze"], "families must be a non-empty subset"),
         (["train", "--ablation-sizes", "30"], "ablation_sizes must lie in 1..n_retrieved=19"),
+        (["train", "--regime", "medium"], "regime must be one of"),
+        (["train", "--normaliser", "p99"], "normaliser must be one of"),
+        (["train", "--action-vocab", "2"], "action_vocab must be 0 or >= 4"),
+        (["train", "--ablation-demos", "7"], "ablation_demos (7) must be one of demo_counts"),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_demos_command_writes_reads_and_rejects_junk(tmp_path, capsys):
+    path = tmp_path / "d.npz"
+    assert main(["demos", str(path), "--write", "grid"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["episodes"] == 5 and info["discrete_actions"] and info["p95_context"] > 0
+    (tmp_path / "junk.npz").write_bytes(b"junk")
+    assert main(["demos", str(tmp_path / "junk.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err
+        == f"error: {tmp_path / 'junk.npz'}: not an .npz archive of arrays obs, act, rew, episode"
+    )
+    assert main(["demos", str(path), "--write", "maze"]) == 2
+    assert "--write needs a family" in capsys.readouterr().err
 
 
 def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
@@ -79,5 +99,6 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
         "1",
     ]
     for argv in commands:
-        assert main(argv[1:] + shrink) == 0, argv
+        extra = [] if argv[1] == "demos" else shrink  # `demos` takes no training flags
+        assert main(argv[1:] + extra) == 0, argv
     assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "regent"

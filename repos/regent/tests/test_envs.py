@@ -16,17 +16,19 @@ def test_envs_pass_gymnasium_checker(family):
     check_env(make_env(make_tasks(family, 1, seed=0)[0]), skip_render_check=True)
 
 
+@pytest.mark.parametrize("regime", ["easy", "hard"])
 @pytest.mark.parametrize("family", ["point", "grid"])
-def test_expert_beats_random(family):
-    for task in make_tasks(family, 3, seed=5):
-        expert = run_episodes(task, expert_policy, 6, seed=11)
-        rand = run_episodes(task, random_policy(0), 6, seed=11)
+def test_expert_beats_random(family, regime):
+    for task in make_tasks(family, 3, seed=5, regime=regime):
+        expert = run_episodes(task, expert_policy, 6, seed=11).mean()
+        rand = run_episodes(task, random_policy(0), 6, seed=11).mean()
         assert expert > rand + 0.1
         assert normalise(expert, rand, expert) == pytest.approx(1.0)
 
 
-def test_grid_expert_reaches_goal_by_shortest_path():
-    env = make_env(make_tasks("grid", 1, seed=2)[0])
+@pytest.mark.parametrize("regime", ["easy", "hard"])
+def test_grid_expert_reaches_goal_by_shortest_path(regime):
+    env = make_env(make_tasks("grid", 1, seed=2, regime=regime)[0])
     obs, _ = env.reset(seed=0)
     start_dist = env._dist[env._cell]
     for t in range(1, env.horizon + 1):
@@ -34,6 +36,21 @@ def test_grid_expert_reaches_goal_by_shortest_path():
         if terminated:
             break
     assert terminated and t == start_dist and reward == pytest.approx(1 - 0.9 * t / env.horizon)
+
+
+def test_hard_regime_has_longer_horizons_and_larger_grids():
+    easy_p, hard_p = (make_tasks("point", 1, 0, r)[0] for r in ("easy", "hard"))
+    easy_g, hard_g = (make_tasks("grid", 1, 0, r)[0] for r in ("easy", "hard"))
+    assert hard_p.horizon > 2 * easy_p.horizon and hard_p.gain < easy_p.gain
+    assert hard_g.size > easy_g.size and hard_g.horizon >= 2 * easy_g.horizon
+    assert make_env(hard_g).observation_space.shape == (6,)
+    env = make_env(hard_p)  # position, velocity, 4 distractors redrawn every step
+    first, _ = env.reset(seed=0)
+    second = env.step(np.zeros(2))[0]
+    assert first.shape == (8,) and (first[4:] != second[4:]).all()
+    assert np.array_equal(first[2:4], np.zeros(2)) and hard_p.inertia > 0
+    with pytest.raises(ValueError, match="regime must be one of"):
+        make_tasks("grid", 1, 0, "medium")
 
 
 def test_goal_is_absent_from_observation():
@@ -69,3 +86,41 @@ def test_load_demos_rejects_bad_files(tmp_path):
     )
     with pytest.raises(ValueError, match="must have N rows"):
         load_demos(tmp_path / "bad2.npz")
+
+
+@pytest.mark.parametrize(
+    ("write", "message"),
+    [
+        (lambda p: p.write_bytes(b"not a zip"), "not an .npz archive"),
+        (
+            lambda p: (
+                np.save(p.with_suffix(".npy"), np.zeros(3)) or p.with_suffix(".npy").rename(p)
+            ),
+            "holds a single array",
+        ),
+        (
+            lambda p: np.savez(
+                p,
+                obs=np.array([{}], dtype=object),
+                act=np.zeros(1),
+                rew=np.zeros(1),
+                episode=np.zeros(1, int),
+            ),
+            "must be numeric arrays",
+        ),
+        (
+            lambda p: np.savez(
+                p, obs=np.zeros((2, 2)), act=np.zeros(2), rew=np.zeros(2), episode=-np.ones(2, int)
+            ),
+            "non-negative integer ids",
+        ),
+    ],
+)
+def test_junk_npz_is_a_one_line_error_naming_the_file(tmp_path, write, message):
+    path = tmp_path / "junk.npz"
+    write(path)
+    with pytest.raises(ValueError, match=message) as info:
+        load_demos(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="no such file"):
+        load_demos(tmp_path / "missing.npz")

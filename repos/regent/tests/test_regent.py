@@ -106,6 +106,43 @@ def test_loss_falls_on_one_task(tmp_path):
         quiet=True,
     )
     demos = rollout_expert(make_tasks("point", 1, seed=1)[0], 8, seed=1, noise=0.1)
-    data = pretraining_batch([demos], cfg.n_retrieved)
+    data, ratios = pretraining_batch([demos], cfg.n_retrieved, "nn1")
+    assert ratios[0] > 1  # the official normaliser (all context distances) is larger
     _, losses = pretrain(data, "point", cfg, True, tmp_path / "m.safetensors")
     assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])
+
+
+def test_attention_is_causal():
+    """Changing the context at positions > j leaves the outputs at positions <= j unchanged."""
+    torch.manual_seed(0)
+    model = RegentModel(3, 2, False, 16, 2, 2, 8).eval()
+    obs, rew, act = torch.randn(2, 8, 3), torch.randn(2, 8), torch.randn(2, 8, 2)
+    base = model(obs, rew, act)
+    for j in range(7):
+        o, r, a = obs.clone(), rew.clone(), act.clone()
+        o[:, j + 1 :] += 1.0
+        r[:, j + 1 :] -= 1.0
+        a[:, j:] += 1.0  # a_j enters token j + 1 only
+        out = model(o, r, a)
+        assert torch.allclose(out[:, : j + 1], base[:, : j + 1], atol=1e-5)
+        assert not torch.allclose(out[:, j + 1 :], base[:, j + 1 :])
+
+
+def test_official_18_action_vocabulary():
+    """q_RP's uniform term over 18 actions (the official vocabulary) still sums to one; the
+    policy acts only among the environment's 4 actions."""
+    from regent.train import regent_policy
+
+    first, dist = torch.tensor([1, 3]), torch.rand(2, 5) * 1.5
+    q = rp_distribution(first, dist, 18)
+    assert q.shape == (2, 5, 18) and torch.allclose(q.sum(-1), torch.ones(2, 5))
+    assert torch.allclose(q[..., 4:], (dist.clamp(0, 1) / 18).unsqueeze(-1).expand(2, 5, 14))
+    cfg = dataclasses.replace(PRESETS["quick"], action_vocab=18, n_retrieved=4)
+    demos = rollout_expert(make_tasks("grid", 1, seed=0)[0], 3, seed=0, noise=0.3)
+    model = RegentModel(6, 18, True, 16, 1, 2, 5).eval()
+    with torch.no_grad():
+        model.head.bias[4:] = 50.0  # padded actions dominate the raw output
+    acts = regent_policy(model, Retriever(demos), 4, True, cfg)(
+        demos.obs[:6] + 0.3, np.zeros(6, np.float32), []
+    )
+    assert acts.shape == (6,) and ((acts >= 0) & (acts < 4)).all()

@@ -11,6 +11,7 @@ from regent.retrieval import (
     Retriever,
     brute_force_knn,
     knn,
+    knn_all,
     knn_other_episodes,
     l2_index,
     p95_normaliser,
@@ -29,6 +30,17 @@ def test_faiss_equals_brute_force(point_demos):
     ref_dist, ref_idx = brute_force_knn(point_demos.obs, queries, 7)
     np.testing.assert_allclose(dist, ref_dist, atol=1e-5)
     assert (idx == ref_idx).mean() > 0.99  # only exact ties may swap
+
+
+@pytest.mark.parametrize("dim", [2, 6, 16])
+def test_knn_all_equals_brute_force_at_every_dimension(dim):
+    """k-d tree up to KD_TREE_MAX_DIM, faiss above: both exact."""
+    rng = np.random.default_rng(dim)
+    x, queries = rng.random((300, dim), dtype=np.float32), rng.random((40, dim), dtype=np.float32)
+    dist, idx = knn_all(x, queries, 9)
+    ref_dist, ref_idx = brute_force_knn(x, queries, 9)
+    np.testing.assert_allclose(dist, ref_dist, atol=1e-5)
+    assert (idx == ref_idx).all()
 
 
 def test_retrieval_never_returns_own_episode(point_demos):
@@ -57,6 +69,19 @@ def test_p95_normaliser_matches_loop(point_demos):
         other = point_demos.episode != point_demos.episode[row]
         nearest.append(np.linalg.norm(point_demos.obs[other] - point_demos.obs[row], axis=1).min())
     assert p95_normaliser(point_demos) == pytest.approx(np.percentile(nearest, 95), rel=1e-5)
+
+
+def test_official_context_normaliser_is_p95_of_all_context_distances(point_demos):
+    n, every = 5, []
+    for row in range(len(point_demos)):
+        other = point_demos.episode != point_demos.episode[row]
+        d = np.linalg.norm(point_demos.obs[other] - point_demos.obs[row], axis=1)
+        every.extend(np.sort(d)[:n])
+    official = p95_normaliser(point_demos, "context", n)
+    assert official == pytest.approx(np.percentile(every, 95), rel=1e-5)
+    assert official > p95_normaliser(point_demos, "nn1")
+    with pytest.raises(ValueError, match="normaliser must be one of"):
+        p95_normaliser(point_demos, "p99")
 
 
 def test_rp_returns_stored_action_on_exact_match(point_demos):

@@ -43,5 +43,32 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     full = dataclasses.replace(
         PRESETS["full"], device="cpu", **{**TINY, "d_model": 16, "n_heads": 8}
     )
-    full = dataclasses.replace(full, steps=1, demo_counts=(1,))
+    full = dataclasses.replace(full, steps=1, demo_counts=(1,), ablation_demos=1)
     assert math.isfinite(train_and_evaluate(full, tmp_path)["REGENT/k1"])
+
+
+def test_paper_preset_runs_at_tiny_size(tmp_path):
+    """PRESETS["paper"] end to end through the benchmark, shrunk: paper.json, paper-*.png."""
+    from conftest import TINY
+
+    from regent.bench import run_bench
+
+    paper = dataclasses.replace(
+        PRESETS["paper"],
+        **TINY,
+        seeds=(0,),
+        out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "results"),
+    )
+    doc = run_bench(paper)
+    assert doc["mode"] == "paper" and (tmp_path / "results" / "paper.json").exists()
+    assert doc["config"]["regime"] == "hard" and doc["config"]["eval_episodes"] == 2
+    figures = sorted(p.name for p in (tmp_path / "results" / "figures").iterdir())
+    assert figures and all(name.startswith("paper-") for name in figures)
+
+
+def test_paper_preset_is_the_larger_hard_setting():
+    quick, paper = PRESETS["quick"], PRESETS["paper"]
+    assert paper.regime == quick.regime == "hard" and paper.eval_episodes == 50
+    assert paper.n_train_tasks > quick.n_train_tasks and paper.steps > quick.steps
+    assert paper.demo_counts == quick.demo_counts and paper.seeds == quick.seeds

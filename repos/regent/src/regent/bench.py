@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import json
 import time
 from pathlib import Path
 
@@ -14,9 +16,23 @@ import numpy as np
 
 from .config import Config, validate
 from .data import rollout_expert
-from .perf import knn_performance
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
-from .train import FAMILY_SEED, METHODS, family_tasks, set_threads, train_and_evaluate
+from .perf import knn_by_dimension, knn_performance
+from .results import (
+    atomic_write_json,
+    claim,
+    paired_interval,
+    results_document,
+    save_figure,
+    summarize,
+)
+from .train import (
+    FAMILY_SEED,
+    METHODS,
+    family_tasks,
+    read_episodes,
+    set_threads,
+    train_and_evaluate,
+)
 
 PAPER = "regent"
 PAPER_METAWORLD = (
@@ -51,41 +67,144 @@ def mean(metrics: dict, method: str, key: str) -> float:
     return metrics[method][f"normalized_return/{key}"]["mean"]
 
 
-def compute_claims(cfg: Config, metrics: dict) -> list[dict]:
+def pool_episodes(per_seed: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Per-episode returns of every seed, concatenated in seed order (pairs stay aligned)."""
+    return {k: np.concatenate([e[k] for e in per_seed]) for k in per_seed[0]}
+
+
+def fmt_iv(iv: dict) -> str:
+    return f"{iv['mean']:+.3f} [{iv['lo']:+.3f}, {iv['hi']:+.3f}]"
+
+
+def order_check(
+    eps: dict, ks: list[int], method: str, block: int
+) -> tuple[bool, list[dict], list[dict]]:
+    """method > R&P > MT-BC at every count: both paired intervals above 0."""
+    a = [paired_interval(eps[f"{method}/k{k}"] - eps[f"R&P/k{k}"], block) for k in ks]
+    b = [paired_interval(eps[f"R&P/k{k}"] - eps[f"MT-BC/k{k}"], block) for k in ks]
+    return all(x["lo"] > 0 for x in a + b), a, b
+
+
+def rise_check(eps: dict, ks: list[int], method: str, block: int) -> tuple[bool, dict, list[dict]]:
+    """Paired rise from the fewest to the most demos >= MIN_GAIN with its interval above 0, and
+    no step between neighbouring counts whose interval lies below -NOISE."""
+    rise = paired_interval(eps[f"{method}/k{ks[-1]}"] - eps[f"{method}/k{ks[0]}"], block)
+    steps = [
+        paired_interval(eps[f"{method}/k{b}"] - eps[f"{method}/k{a}"], block)
+        for a, b in itertools.pairwise(ks)
+    ]
+    ok = rise["lo"] > 0 and rise["mean"] >= MIN_GAIN and all(s["hi"] > -NOISE for s in steps)
+    return ok, rise, steps
+
+
+def saturation_check(runs: list[np.ndarray], block: int) -> tuple[bool, dict, dict]:
+    """Returns at the ablation sizes: the total rise >= MIN_GAIN with its interval above 0, and
+    the rise up to the middle size larger than the rise after it (paired interval above 0)."""
+    mid = len(runs) // 2
+    total = paired_interval(runs[-1] - runs[0], block)
+    shape = paired_interval((runs[mid] - runs[0]) - (runs[-1] - runs[mid]), block)
+    return total["lo"] > 0 and total["mean"] >= MIN_GAIN and shape["lo"] > 0, total, shape
+
+
+def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> list[dict]:
+    """Claims from paired per-episode differences (seeds x tasks x episodes, same start states),
+    each with a 95% bootstrap interval over (seed, task) blocks of episodes, and the same check
+    on its negative control."""
     ks = sorted(cfg.demo_counts)
-    reg = [mean(metrics, "REGENT", f"k{k}") for k in ks]
-    rp = [mean(metrics, "R&P", f"k{k}") for k in ks]
-    bc = [mean(metrics, "MT-BC", f"k{k}") for k in ks]
-    order = [r > p > b for r, p, b in zip(reg, rp, bc)]
     fmt = lambda xs: ", ".join(f"{x:.2f}" for x in xs)
-    worst_step = float(np.diff(reg).min()) if len(reg) > 1 else 0.0
+    curve = {m: [mean(metrics, m, f"k{k}") for k in ks] for m in ("REGENT", "R&P", "MT-BC")}
+    block = cfg.eval_episodes
+    order_ok, reg_rp, rp_bc = order_check(eps, ks, "REGENT", block)
+    ctrl_order_ok, ctrl_rp, _ = order_check(eps, ks, "REGENT-untrained", block)
+    rise_ok, rise, steps = rise_check(eps, ks, "REGENT", block)
+    ctrl_rise_ok, ctrl_rise, _ = rise_check(eps, ks, "MT-BC", block)
     sizes = sorted(cfg.ablation_sizes)
-    abl = [mean(metrics, "REGENT (context ablation)", f"n{n}") for n in sizes]
-    mid = len(sizes) // 2
-    early, late = abl[mid] - abl[0], abl[-1] - abl[mid]
+    abl = [eps[f"ablation/n{n}"] for n in sizes]
+    sat_ok, total, shape = saturation_check(abl, block)
+    rp_runs = [eps[f"R&P/k{cfg.ablation_demos}"]] * len(sizes)  # R&P ignores the context size
+    ctrl_sat_ok, ctrl_total, _ = saturation_check(rp_runs, block)
+    mid = sizes[len(sizes) // 2]
+    per_k = lambda ivs: "; ".join(f"k={k} {fmt_iv(iv)}" for k, iv in zip(ks, ivs))
     return [
         claim(
             "regent-gt-rp-gt-mtbc",
-            f"held-out tasks, mean normalised return: REGENT > R&P > multi-task BC at every demo count {ks}",
+            f"held-out tasks: REGENT - R&P and R&P - multi-task BC, paired over episodes, both "
+            f"have 95% intervals above 0 at every demo count {ks} (fails if any interval "
+            f"reaches 0)",
             PAPER_METAWORLD,
-            f"REGENT [{fmt(reg)}]; R&P [{fmt(rp)}]; MT-BC [{fmt(bc)}] (order holds at {sum(order)}/{len(ks)})",
-            all(order),
+            f"means REGENT [{fmt(curve['REGENT'])}], R&P [{fmt(curve['R&P'])}], MT-BC "
+            f"[{fmt(curve['MT-BC'])}]; REGENT - R&P: {per_k(reg_rp)}; R&P - MT-BC: {per_k(rp_bc)}",
+            order_ok and not ctrl_order_ok,
+            f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
+            f"{per_k(ctrl_rp)} -> check {'passes (claim void)' if ctrl_order_ok else 'fails'}",
         ),
         claim(
             "regent-improves-with-demos",
-            f"REGENT's return rises by >= {MIN_GAIN} from {ks[0]} to {ks[-1]} demos and never drops by more than {NOISE} between neighbouring counts",
-            "REGENT's return grows with the number of demonstrations (Metaworld 25-100 demos, Atari 10k-25k states)",
-            f"REGENT [{fmt(reg)}]; rise {reg[-1] - reg[0]:+.3f}, worst step {worst_step:+.3f}",
-            reg[-1] - reg[0] >= MIN_GAIN and worst_step >= -NOISE,
+            f"REGENT(k={ks[-1]}) - REGENT(k={ks[0]}), paired, >= {MIN_GAIN} with its 95% interval "
+            f"above 0, and no neighbouring step with its interval below -{NOISE}",
+            "REGENT's return grows with the number of demonstrations (Metaworld 25-100 demos, "
+            "Atari 10k-25k states)",
+            f"REGENT [{fmt(curve['REGENT'])}]; rise {fmt_iv(rise)}; steps "
+            + ", ".join(fmt_iv(s) for s in steps),
+            rise_ok and not ctrl_rise_ok,
+            f"multi-task BC (ignores the demonstrations): rise {fmt_iv(ctrl_rise)} -> check "
+            f"{'passes (claim void)' if ctrl_rise_ok else 'fails'}",
         ),
         claim(
             "context-ablation-saturates",
-            f"context-size ablation ({cfg.ablation_demos} demos): return rises by >= {MIN_GAIN} from n={sizes[0]} to n={sizes[-1]} and the rise after n={sizes[mid]} is at most half the total",
-            "2 -> 20 states in context: bin-picking 0.19 -> 0.65, box-close 0.53 -> 0.86, saturating early",
-            f"n={sizes}: [{fmt(abl)}]; rise to n={sizes[mid]} {early:+.3f}, after {late:+.3f}",
-            early + late >= MIN_GAIN and late <= 0.5 * (early + late),
+            f"context-size ablation ({cfg.ablation_demos} demos): return(n={sizes[-1]}) - "
+            f"return(n={sizes[0]}) >= {MIN_GAIN} with its 95% interval above 0, and the rise up "
+            f"to n={mid} exceeds the rise after it (paired interval above 0)",
+            "2 -> 20 states in context: bin-picking 0.19 -> 0.65, box-close 0.53 -> 0.86, "
+            "saturating early",
+            f"n={sizes}: [{fmt([a.mean() for a in abl])}]; total rise {fmt_iv(total)}; "
+            f"(rise to n={mid}) - (rise after) {fmt_iv(shape)}",
+            sat_ok and not ctrl_sat_ok,
+            f"R&P (no context): total rise {fmt_iv(ctrl_total)} -> check "
+            f"{'passes (claim void)' if ctrl_sat_ok else 'fails'}",
         ),
     ]
+
+
+def paired_table(cfg: Config, eps: dict[str, np.ndarray]) -> dict[str, dict]:
+    """Every method minus R&P at every count and scope, paired, with 95% intervals."""
+    out = {}
+    for scope in ["", *(f"{f}/" for f in cfg.families)]:
+        for m in METHODS:
+            if m == "R&P":
+                continue
+            for k in sorted(cfg.demo_counts):
+                out[f"{m} - R&P/{scope}k{k}"] = paired_interval(
+                    eps[f"{m}/{scope}k{k}"] - eps[f"R&P/{scope}k{k}"], cfg.eval_episodes
+                )
+    return out
+
+
+KNN_DIMS = (2, 4, 6, 8, 16, 39)
+"""Dimensions of the faiss vs k-d tree figure (39: Meta-World's observation)."""
+KNN_ROWS = 4000
+KNN_FAMILY_ROWS = 12_000
+"""At most this many pretraining rows in the per-family timing (numpy's brute force is O(N^2))."""
+
+
+def figure_path(cfg: Config, figdir: Path, name: str) -> Path:
+    """quick writes name.png; other presets prefix theirs (paper-name.png)."""
+    return figdir / (f"{name}.png" if cfg.name == "quick" else f"{cfg.name}-{name}.png")
+
+
+def plot_knn(cfg: Config, times: dict[int, tuple[float, float]], figdir: Path) -> None:
+    dims = sorted(times)
+    fig, ax = plt.subplots(figsize=(5, 3.6))
+    ax.plot(dims, [times[d][0] for d in dims], marker="o", label="faiss IndexFlatL2")
+    ax.plot(dims, [times[d][1] for d in dims], marker="s", label="sklearn k-d tree")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("observation dimension")
+    ax.set_ylabel(f"seconds, all-rows {cfg.n_retrieved + 1}-NN of {KNN_ROWS} rows")
+    ax.set_title("offline retrieval: index by dimension")
+    ax.legend()
+    save_figure(fig, figure_path(cfg, figdir, "knn_by_dimension"))
+    plt.close(fig)
 
 
 def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
@@ -107,7 +226,7 @@ def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
         ax.set_title(f"held-out tasks: {scope.rstrip('/') or 'all'}")
     axes[0].set_ylabel("normalised return")
     axes[0].legend(fontsize=8)
-    save_figure(fig, figdir / "return_vs_demos.png")
+    save_figure(fig, figure_path(cfg, figdir, "return_vs_demos"))
     plt.close(fig)
     sizes = sorted(cfg.ablation_sizes)
     fig, ax = plt.subplots(figsize=(5, 3.6))
@@ -125,12 +244,13 @@ def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
     ax.set_ylabel("normalised return")
     ax.set_title(f"REGENT context-size ablation, {cfg.ablation_demos} demos")
     ax.legend()
-    save_figure(fig, figdir / "context_ablation.png")
+    save_figure(fig, figure_path(cfg, figdir, "context_ablation"))
     plt.close(fig)
 
 
 def performance(cfg: Config, metrics: dict) -> list[dict]:
-    out = []
+    out, times = knn_by_dimension(KNN_DIMS, KNN_ROWS, cfg.n_retrieved + 1)
+    plot_knn(cfg, times, Path(cfg.results_dir) / "figures")
     for family in cfg.families:
         train_tasks, _ = family_tasks(family, dataclasses.replace(cfg, seed=cfg.seeds[0]))
         seed = 1_000 * cfg.seeds[0] + FAMILY_SEED[family]
@@ -140,7 +260,7 @@ def performance(cfg: Config, metrics: dict) -> list[dict]:
                 for i, t in enumerate(train_tasks)
             ]
         )
-        out += knn_performance(rows, cfg.n_retrieved + 1, family)
+        out += knn_performance(rows[:KNN_FAMILY_ROWS], cfg.n_retrieved + 1, family)
         ours = metrics["REGENT"][f"env_steps_per_s/{family}"]["mean"]
         for m in METHODS:
             if m == "REGENT":
@@ -168,8 +288,9 @@ def run_bench(cfg: Config) -> dict:
         train_and_evaluate(dataclasses.replace(cfg, seed=s), Path(cfg.out) / f"seed{s}")
         for s in cfg.seeds
     ]
+    eps = pool_episodes([read_episodes(Path(cfg.out) / f"seed{s}") for s in cfg.seeds])
     metrics = regroup(per_seed)
-    claims = compute_claims(cfg, metrics)
+    claims = compute_claims(cfg, metrics, eps)
     perf = performance(cfg, metrics)
     plot(cfg, metrics, Path(cfg.results_dir) / "figures")
     doc = results_document(
@@ -182,5 +303,7 @@ def run_bench(cfg: Config) -> dict:
         cfg.device,
         perf,
     )
+    doc["paired_vs_rp"] = paired_table(cfg, eps)
+    doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

@@ -1,4 +1,5 @@
-"""Command line: `regent {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `regent {train,eval,bench} [--preset NAME] [--FIELD VALUE ...]` and
+`regent demos PATH [--write FAMILY]` (read, or first write, a demonstrations .npz).
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -18,9 +19,13 @@ COMMANDS = {
     "eval": "print the metrics of a finished run in --out",
     "bench": "run every method over --seeds and write results/<preset>.json",
 }
+DEMOS_USAGE = "regent demos PATH [--write point|grid]"
 USAGE = (
-    "usage: regent {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: regent {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n"
+    f"       {DEMOS_USAGE}\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
+    + "\n  demos  summarise a demonstrations .npz (obs, act, rew, episode rows); --write FAMILY "
+    "first saves 5 noisy expert episodes of that family's first task there"
     + "\n\n`regent COMMAND --help` lists every flag with its meaning and preset default."
 )
 
@@ -31,7 +36,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,9 +51,37 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"regent {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the defaults "
+        f"(now: {preset}).",
     )
     return validate(cfg)
+
+
+def demos_command(argv: list[str]) -> dict:
+    """Read (after --write: first write) a demonstrations file and describe it."""
+    from .data import load_demos, rollout_expert, save_demos
+    from .envs import FAMILIES, make_tasks
+    from .retrieval import p95_normaliser
+
+    if len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--write"):
+        raise ValueError(f"usage: {DEMOS_USAGE}")
+    path = argv[0]
+    if len(argv) == 3:
+        if argv[2] not in FAMILIES:
+            raise ValueError(f"--write needs a family in {FAMILIES}, got {argv[2]!r}")
+        if not path.endswith(".npz"):
+            raise ValueError(f"{path}: the file name must end in .npz")
+        save_demos(path, rollout_expert(make_tasks(argv[2], 1, seed=0)[0], 5, seed=0, noise=0.1))
+    demos = load_demos(path)
+    return {
+        "file": path,
+        "rows": len(demos),
+        "episodes": demos.n_episodes,
+        "obs_dim": int(demos.obs.shape[1]),
+        "discrete_actions": demos.discrete,
+        "p95_nn1": p95_normaliser(demos, "nn1"),
+        "p95_context": p95_normaliser(demos, "context"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,9 +90,16 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    if command == "demos":
+        try:
+            print(json.dumps(demos_command(rest), indent=2))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     if command not in COMMANDS:
         print(
-            f"error: unknown command {command!r}; expected one of {', '.join(COMMANDS)}",
+            f"error: unknown command {command!r}; expected one of {', '.join(COMMANDS)}, demos",
             file=sys.stderr,
         )
         return 2

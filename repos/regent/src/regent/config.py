@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from .envs import FAMILIES
+from .envs import FAMILIES, REGIMES
+from .retrieval import NORMALISERS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,16 +34,23 @@ class Config:
     """Reuse pretrained checkpoints found in --out instead of training again."""
     families: tuple[str, ...] = FAMILIES
     """Task families: point (continuous reach) and grid (discrete navigation)."""
+    regime: str = "hard"
+    """Task-family settings (envs.REGIMES): easy (short horizons) or hard (2-3x longer)."""
     n_train_tasks: int = 12
     """Pretraining tasks per family (24 in all)."""
     n_test_tasks: int = 3
     """Held-out tasks per family (6 in all)."""
     train_demos: int = 40
     """Demonstration episodes per pretraining task."""
-    demo_noise: float = 0.1
+    demo_noise: float = 0.3
     """Expert noise: Gaussian action std (point) or epsilon of random actions (grid)."""
     n_retrieved: int = 19
     """Retrieved demonstration states in REGENT's context (the paper's 19, 20 states in all)."""
+    normaliser: str = "nn1"
+    """p95 distance normaliser: nn1 (1-NN distances, ours) or context (all n, the official)."""
+    action_vocab: int = 0
+    """Discrete action vocabulary of the model and q_RP's uniform term; 0: the environment's 4
+    actions; 18: the official (Atari's full set; actions 4-17 are never taken)."""
     lam: float = 10.0
     """lambda of the interpolation weight exp(-lambda d)."""
     cont_scale: float = 10.0
@@ -65,8 +73,9 @@ class Config:
     """Steps of multi-task behaviour cloning on all pretraining tasks."""
     demo_counts: tuple[int, ...] = (1, 2, 5, 10, 20)
     """Demonstration episodes given on each held-out task."""
-    eval_episodes: int = 8
-    """Evaluation episodes per held-out task and demonstration count."""
+    eval_episodes: int = 50
+    """Evaluation episodes per held-out task and demonstration count (the same start states for
+    every method and count: the claims use paired differences)."""
     ablation_sizes: tuple[int, ...] = (1, 2, 4, 9, 19)
     """Retrieved states n in the context-size ablation (context = n + 1 states)."""
     ablation_demos: int = 20
@@ -75,6 +84,17 @@ class Config:
 
 PRESETS: dict[str, Config] = {
     "quick": Config(),
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        n_train_tasks=24,
+        n_test_tasks=5,
+        train_demos=50,
+        steps=1500,
+        batch_size=64,
+        bc_steps=500,
+        mtbc_steps=3000,
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -141,8 +161,21 @@ def validate(cfg: Config) -> Config:
         raise ValueError(
             f"ablation_sizes must lie in 1..n_retrieved={cfg.n_retrieved}, got {cfg.ablation_sizes}"
         )
+    if cfg.ablation_demos not in cfg.demo_counts:
+        raise ValueError(
+            f"ablation_demos ({cfg.ablation_demos}) must be one of demo_counts {cfg.demo_counts} "
+            "(R&P at that count is the ablation's negative control)"
+        )
     if not 0 <= cfg.demo_noise <= 1:
         raise ValueError(f"demo_noise must be in [0, 1], got {cfg.demo_noise}")
+    if cfg.regime not in REGIMES:
+        raise ValueError(f"regime must be one of {sorted(REGIMES)}, got {cfg.regime!r}")
+    if cfg.normaliser not in NORMALISERS:
+        raise ValueError(f"normaliser must be one of {NORMALISERS}, got {cfg.normaliser!r}")
+    if cfg.action_vocab and cfg.action_vocab < 4:
+        raise ValueError(
+            f"action_vocab must be 0 or >= 4 (GridNav's actions), got {cfg.action_vocab}"
+        )
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
     return cfg

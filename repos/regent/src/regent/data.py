@@ -53,7 +53,8 @@ def rollout_expert(task, n_episodes: int, seed: int, noise: float) -> Demos:
                 if rng.random() < noise:
                     action = int(rng.integers(4))
             else:
-                action = np.clip(action + noise * rng.standard_normal(2), -1, 1).astype(np.float32)
+                action = action + noise * rng.standard_normal(action.shape)
+                action = np.clip(action, -1, 1).astype(np.float32)
             obs_rows.append(obs)
             act_rows.append(action)
             rew_rows.append(reward)
@@ -81,17 +82,32 @@ def save_demos(path: str | Path, demos: Demos) -> None:
 
 def load_demos(path: str | Path) -> Demos:
     """Read a .npz with arrays obs, act, rew, episode (one row per step); checks their shapes."""
-    with np.load(path) as f:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file") from None
+    except (OSError, ValueError, EOFError):
+        raise ValueError(f"{path}: not an .npz archive of arrays obs, act, rew, episode") from None
+    if not hasattr(archive, "files"):
+        raise ValueError(
+            f"{path}: holds a single array, expected an .npz with obs, act, rew, episode"
+        )
+    with archive as f:
         missing = {"obs", "act", "rew", "episode"} - set(f.files)
         if missing:
             raise ValueError(
                 f"{path}: missing arrays {sorted(missing)}; expected obs, act, rew, episode"
             )
-        demos = Demos(f["obs"], f["act"], f["rew"], f["episode"])
+        try:
+            demos = Demos(f["obs"], f["act"], f["rew"], f["episode"])
+        except ValueError:  # object arrays, which would need pickle
+            raise ValueError(f"{path}: obs, act, rew, episode must be numeric arrays") from None
     n = len(demos.obs)
     if demos.obs.ndim != 2 or not (len(demos.act) == len(demos.rew) == len(demos.episode) == n):
         raise ValueError(
             f"{path}: obs must be (N, d) and act/rew/episode must have N rows; got shapes "
             f"{demos.obs.shape}, {demos.act.shape}, {demos.rew.shape}, {demos.episode.shape}"
         )
+    if not np.issubdtype(demos.episode.dtype, np.integer) or (n and demos.episode.min() < 0):
+        raise ValueError(f"{path}: episode must hold non-negative integer ids")
     return demos

@@ -8,7 +8,7 @@ import time
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from .retrieval import knn, l2_index
+from .retrieval import KD_TREE_MAX_DIM, knn, l2_index
 
 
 def numpy_knn(x: np.ndarray, queries: np.ndarray, k: int, chunk: int = 512) -> np.ndarray:
@@ -57,3 +57,31 @@ def knn_performance(x: np.ndarray, k: int, family: str) -> list[dict]:
             "ratio": t_np / t_faiss,
         },
     ]
+
+
+def knn_by_dimension(
+    dims: tuple[int, ...], n_rows: int, k: int, seed: int = 0
+) -> tuple[list[dict], dict[int, tuple[float, float]]]:
+    """faiss IndexFlatL2 vs scikit-learn's k-d tree for the all-rows k-NN of n_rows uniform
+    points at each dimension (the choice `retrieval.knn_all` makes by dimension)."""
+    rng = np.random.default_rng(seed)
+    rows, times = [], {}
+    for d in dims:
+        x = rng.random((n_rows, d), dtype=np.float32)
+        t_faiss, _ = timed(lambda x=x: knn(l2_index(x), x, k))
+        t_tree, _ = timed(
+            lambda x=x: NearestNeighbors(n_neighbors=k, algorithm="kd_tree").fit(x).kneighbors(x)
+        )
+        times[d] = (t_faiss, t_tree)
+        rows.append(
+            {
+                "id": f"knn-dim{d}-kdtree",
+                "what": f"exact {k}-NN of {n_rows} uniform {d}-d rows, all rows as queries "
+                f"(knn_all uses {'the k-d tree' if d <= KD_TREE_MAX_DIM else 'faiss'} here)",
+                "ours_s": t_faiss,
+                "peer": "sklearn k-d tree",
+                "peer_s": t_tree,
+                "ratio": t_tree / t_faiss,
+            }
+        )
+    return rows, times

@@ -47,9 +47,37 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
-def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
-    """One claim; `holds` must come from a comparison of measured metrics."""
-    return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+def paired_interval(
+    diff: np.ndarray, cluster: int = 1, n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> dict[str, float]:
+    """Mean of paired differences with a percentile bootstrap interval. With cluster > 1 the
+    pairs come in consecutive blocks of that size (the episodes of one seed's task, which share
+    a trained model and a task) and whole blocks are resampled, not single episodes."""
+    diff = np.asarray(diff, dtype=float)
+    if len(diff) % cluster:
+        raise ValueError(f"{len(diff)} pairs do not split into blocks of {cluster}")
+    blocks = diff.reshape(-1, cluster).mean(axis=1)
+    rng = np.random.default_rng(seed)
+    means = blocks[rng.integers(len(blocks), size=(n_boot, len(blocks)))].mean(axis=1)
+    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
+    return {
+        "mean": float(diff.mean()),
+        "lo": float(lo),
+        "hi": float(hi),
+        "n": len(diff),
+        "blocks": len(blocks),
+    }
+
+
+def claim(
+    cid: str, statement: str, paper: str, ours: str, holds: bool, control: str = ""
+) -> dict[str, Any]:
+    """One claim; `holds` must come from a comparison of measured metrics. `control` says what the
+    same check gives on the negative control (a claim holds only if its control fails)."""
+    out = {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}
+    if control:
+        out["control"] = control
+    return out
 
 
 def git_commit() -> str | None:

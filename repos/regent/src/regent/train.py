@@ -22,9 +22,10 @@ from .data import Demos, rollout_expert, take_episodes
 from .envs import make_env, make_tasks
 from .regent import RegentModel, build_context
 from .results import atomic_write_bytes, atomic_write_json
-from .retrieval import Retriever, knn_other_episodes, p95_normaliser
+from .retrieval import NORMALISERS, Retriever, knn_other_episodes, p95_normaliser
 
-METHODS = ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-no-interp")
+METHODS = ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-no-interp", "REGENT-untrained")
+"""REGENT-untrained is the negative control: the same interpolation around an untrained network."""
 Policy = Callable[[np.ndarray, np.ndarray, list], np.ndarray]
 FAMILY_SEED = {"point": 1, "grid": 2}
 
@@ -32,44 +33,58 @@ FAMILY_SEED = {"point": 1, "grid": 2}
 def family_tasks(family: str, cfg: Config) -> tuple[list, list]:
     """Training and held-out tasks of a family for cfg.seed (disjoint draws)."""
     base = 10_000 * cfg.seed + 100 * FAMILY_SEED[family]
-    return make_tasks(family, cfg.n_train_tasks, base), make_tasks(
-        family, cfg.n_test_tasks, base + 50
+    return (
+        make_tasks(family, cfg.n_train_tasks, base, cfg.regime),
+        make_tasks(family, cfg.n_test_tasks, base + 50, cfg.regime),
     )
 
 
-def act_size(family: str) -> int:
-    return 4 if family == "grid" else 2
+GRID_ACTIONS = 4
 
 
-def pretraining_batch(demos_per_task: list[Demos], n: int) -> dict[str, torch.Tensor]:
-    """Every row of every training task as a query, with n neighbours from other episodes."""
-    parts = []
+def act_size(family: str, cfg: Config) -> int:
+    """Continuous action dimensions, or the discrete vocabulary the model outputs."""
+    return (cfg.action_vocab or GRID_ACTIONS) if family == "grid" else 2
+
+
+def pretraining_batch(
+    demos_per_task: list[Demos], n: int, normaliser: str
+) -> tuple[dict[str, torch.Tensor], list[float]]:
+    """Every row of every training task as a query, with n neighbours from other episodes; also
+    each task's ratio of the official normaliser (p95 over all n context distances) to ours (p95
+    over 1-NN distances), as used, i.e. after the fallback to 1 for a zero percentile."""
+    parts, ratios = [], []
     for demos in demos_per_task:
         _, idx = knn_other_episodes(demos, n)
-        parts.append(
-            build_context(demos, idx, demos.obs, demos.rew, demos.act, p95_normaliser(demos))
-        )
-    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+        norms = {kind: p95_normaliser(demos, kind, n) for kind in NORMALISERS}
+        ratios.append(norms["context"] / norms["nn1"])
+        parts.append(build_context(demos, idx, demos.obs, demos.rew, demos.act, norms[normaliser]))
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}, ratios
 
 
 def show_progress(cfg: Config) -> bool:
     return not cfg.quiet and sys.stderr.isatty()
 
 
-def pretrain(
-    data: dict[str, torch.Tensor], family: str, cfg: Config, interpolate: bool, ckpt: Path
-) -> tuple[RegentModel, list[float]]:
-    """Train a REGENT model on pretraining contexts; loss over all context positions."""
+def new_model(obs_dim: int, family: str, cfg: Config) -> RegentModel:
+    """A freshly initialised REGENT transformer (the same weights for the same seed)."""
     torch.manual_seed(cfg.seed)
-    model = RegentModel(
-        data["obs"].shape[-1],
-        act_size(family),
+    return RegentModel(
+        obs_dim,
+        act_size(family, cfg),
         family == "grid",
         cfg.d_model,
         cfg.n_layers,
         cfg.n_heads,
         cfg.n_retrieved + 1,
-    ).to(cfg.device)
+    )
+
+
+def pretrain(
+    data: dict[str, torch.Tensor], family: str, cfg: Config, interpolate: bool, ckpt: Path
+) -> tuple[RegentModel, list[float]]:
+    """Train a REGENT model on pretraining contexts; loss over all context positions."""
+    model = new_model(data["obs"].shape[-1], family, cfg).to(cfg.device)
     if cfg.resume and ckpt.exists():
         model.load_state_dict(load_file(ckpt))
         return model.cpu().eval(), []
@@ -112,7 +127,9 @@ def regent_policy(
         idx, _ = retriever.retrieve(obs, n_eff)
         batch = build_context(retriever.demos, idx, obs, rew, None, retriever.normaliser)
         out = model.predict(batch, interpolate, cfg.lam, cfg.cont_scale)[:, -1]
-        return out.argmax(-1).numpy() if model.discrete else out.clamp(-1, 1).numpy()
+        if model.discrete:  # only the environment's actions; a larger vocabulary pads
+            return out[:, :GRID_ACTIONS].argmax(-1).numpy()
+        return out.clamp(-1, 1).numpy()
 
     return act
 
@@ -134,8 +151,9 @@ def random_policy(seed: int) -> Policy:
 
 def run_episodes(
     task, policy: Policy, n_episodes: int, seed: int, clock: dict | None = None
-) -> float:
-    """Mean return of n_episodes run in lockstep; episode e starts from reset(seed + e)."""
+) -> np.ndarray:
+    """Returns of n_episodes run in lockstep; episode e starts from reset(seed + e), so every
+    method meets the same start states (paired episodes)."""
     envs = [make_env(task) for _ in range(n_episodes)]
     obs = np.stack([env.reset(seed=seed + e)[0] for e, env in enumerate(envs)])
     rew = np.zeros(n_episodes, np.float32)
@@ -153,23 +171,28 @@ def run_episodes(
     if clock is not None:
         clock["seconds"] = clock.get("seconds", 0.0) + time.perf_counter() - start
         clock["steps"] = clock.get("steps", 0) + steps
-    return float(total.mean())
+    return total
 
 
-def normalise(ret: float, random_ret: float, expert_ret: float) -> float:
+def normalise(ret, random_ret: float, expert_ret: float):
+    """(R - R_random) / (R_expert - R_random) with the task's mean random and expert returns."""
     return (ret - random_ret) / max(expert_ret - random_ret, 1e-6)
 
 
-def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]:
-    """Pretrain REGENT (with and without interpolation) and MT-BC, then score all methods."""
+def evaluate_family(
+    family: str, cfg: Config, workdir: Path
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Pretrain REGENT (with and without interpolation) and MT-BC, then score all methods.
+    Returns the metrics and each method's per-episode normalised returns (tasks x episodes)."""
     train_tasks, test_tasks = family_tasks(family, cfg)
     demo_seed = 1_000 * cfg.seed + FAMILY_SEED[family]
     train_demos = [
         rollout_expert(t, cfg.train_demos, demo_seed + 7 * i, cfg.demo_noise)
         for i, t in enumerate(train_tasks)
     ]
-    data = pretraining_batch(train_demos, cfg.n_retrieved)
-    models, metrics = {}, {}
+    data, ratios = pretraining_batch(train_demos, cfg.n_retrieved, cfg.normaliser)
+    metrics = {f"normaliser_ratio/p95 context over nn1/{family}": float(np.mean(ratios))}
+    models = {"REGENT-untrained": new_model(data["obs"].shape[-1], family, cfg).eval()}
     for interp, name in ((True, "REGENT"), (False, "REGENT-no-interp")):
         models[name], losses = pretrain(
             data, family, cfg, interp, workdir / f"{family}_{name}.safetensors"
@@ -183,7 +206,8 @@ def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]
             for f in ("obs", "act", "rew", "episode")
         )
     )
-    mtbc = baselines.fit_bc(pooled, act_size(family), cfg.mtbc_steps, 1e-3, 256, cfg.seed)
+    n_act = act_size(family, dataclasses.replace(cfg, action_vocab=0))  # the env's own actions
+    mtbc = baselines.fit_bc(pooled, n_act, cfg.mtbc_steps, 1e-3, 256, cfg.seed)
     clocks: dict[str, dict] = {m: {} for m in METHODS}
     scores: dict[str, list] = {}
     for ti, task in enumerate(test_tasks):
@@ -192,7 +216,7 @@ def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]
         def run(pol, clock=None, task=task, eval_seed=eval_seed):
             return run_episodes(task, pol, cfg.eval_episodes, eval_seed, clock)
 
-        lo, hi = run(random_policy(eval_seed)), run(expert_policy)
+        lo, hi = run(random_policy(eval_seed)).mean(), run(expert_policy).mean()
 
         def score(pol, clock=None, run=run, lo=lo, hi=hi):
             return normalise(run(pol, clock), lo, hi)
@@ -206,33 +230,35 @@ def evaluate_family(family: str, cfg: Config, workdir: Path) -> dict[str, float]
         mt = score(lambda o, r, e: mtbc.act(o), clocks["MT-BC"])
         for k in cfg.demo_counts:
             few = take_episodes(demos, k)
-            retriever = Retriever(few)
-            bc = baselines.fit_bc(few, act_size(family), cfg.bc_steps, 1e-3, 64, cfg.seed)
+            retriever = Retriever(few, cfg.normaliser, cfg.n_retrieved)
+            bc = baselines.fit_bc(few, n_act, cfg.bc_steps, 1e-3, 64, cfg.seed)
             per = {
-                "REGENT": score(
-                    regent_policy(models["REGENT"], retriever, cfg.n_retrieved, True, cfg),
-                    clocks["REGENT"],
-                ),
-                "REGENT-no-interp": score(
-                    regent_policy(
-                        models["REGENT-no-interp"], retriever, cfg.n_retrieved, False, cfg
-                    ),
-                    clocks["REGENT-no-interp"],
-                ),
-                "R&P": score(lambda o, r, e, rt=retriever: rt.rp_action(o), clocks["R&P"]),
-                "MT-BC": mt,
-                "BC-scratch": score(lambda o, r, e, bc=bc: bc.act(o), clocks["BC-scratch"]),
+                name: score(
+                    regent_policy(models[name], retriever, cfg.n_retrieved, interp, cfg),
+                    clocks[name],
+                )
+                for name, interp in (
+                    ("REGENT", True),
+                    ("REGENT-no-interp", False),
+                    ("REGENT-untrained", True),
+                )
             }
+            per["R&P"] = score(lambda o, r, e, rt=retriever: rt.rp_action(o), clocks["R&P"])
+            per["MT-BC"] = mt
+            per["BC-scratch"] = score(lambda o, r, e, bc=bc: bc.act(o), clocks["BC-scratch"])
             for m, v in per.items():
                 scores.setdefault(f"{m}/{family}/k{k}", []).append(v)
-        retriever = Retriever(take_episodes(demos, cfg.ablation_demos))
+        retriever = Retriever(
+            take_episodes(demos, cfg.ablation_demos), cfg.normaliser, cfg.n_retrieved
+        )
         for n in cfg.ablation_sizes:
             pol = regent_policy(models["REGENT"], retriever, n, True, cfg)
             scores.setdefault(f"ablation/{family}/n{n}", []).append(score(pol))
-    metrics.update({k: float(np.mean(v)) for k, v in scores.items()})
+    episodes = {k: np.concatenate(v) for k, v in scores.items()}
+    metrics.update({k: float(v.mean()) for k, v in episodes.items()})
     for m, c in clocks.items():
         metrics[f"env_steps_per_s/{m}/{family}"] = c["steps"] / c["seconds"]
-    return metrics
+    return metrics, episodes
 
 
 def set_threads(n: int) -> None:
@@ -249,15 +275,30 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     metrics: dict[str, float] = {}
+    episodes: dict[str, np.ndarray] = {}
     for family in cfg.families:
-        metrics.update(evaluate_family(family, cfg, workdir))
-    for key in [k for k in metrics if k.startswith(METHODS) or k.startswith("ablation/")]:
-        head, family, tail = key.split("/")
+        fam_metrics, fam_episodes = evaluate_family(family, cfg, workdir)
+        metrics.update(fam_metrics)
+        episodes.update(fam_episodes)
+    for key in list(episodes):
+        head, _, tail = key.split("/")
         pooled = f"{head}/{tail}"
-        if pooled not in metrics:
-            metrics[pooled] = float(np.mean([metrics[f"{head}/{f}/{tail}"] for f in cfg.families]))
+        if pooled not in episodes:
+            episodes[pooled] = np.concatenate(
+                [episodes[f"{head}/{f}/{tail}"] for f in cfg.families]
+            )
+            metrics[pooled] = float(episodes[pooled].mean())
+    atomic_write_json(workdir / "episodes.json", {k: v.tolist() for k, v in episodes.items()})
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
+
+
+def read_episodes(workdir: str | Path) -> dict[str, np.ndarray]:
+    """Per-episode normalised returns a previous `train` wrote (paired across methods)."""
+    path = Path(workdir) / "episodes.json"
+    if not path.exists():
+        raise ValueError(f"no episodes.json in {workdir}; run `train --out {workdir}` first")
+    return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}
 
 
 def evaluate(workdir: str | Path) -> dict[str, float]:

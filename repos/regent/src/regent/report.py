@@ -1,0 +1,71 @@
+"""Markdown tables from a results file (`python -m regent.report results/quick.json`), so that
+the README's numbers are the file's numbers."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from .train import METHODS
+
+
+def claims_table(doc: dict) -> str:
+    rows = ["| claim | ours | negative control | holds |", "|---|---|---|---|"]
+    for c in doc["claims"]:
+        holds = "yes" if c["holds"] else "**no**"
+        rows.append(f"| `{c['id']}` | {c['ours']} | {c.get('control', '')} | {holds} |")
+    return "\n".join(rows)
+
+
+def returns_table(doc: dict, scope: str = "") -> str:
+    """Mean normalised return over seeds x tasks x episodes; std over seeds."""
+    ks = doc["config"]["demo_counts"]
+    rows = ["| method | " + " | ".join(f"{k} demos" for k in ks) + " |"]
+    rows.append("|---" * (len(ks) + 1) + "|")
+    for m in METHODS:
+        cells = []
+        for k in ks:
+            s = doc["metrics"][m][f"normalized_return/{scope}k{k}"]
+            cells.append(f"{s['mean']:.2f} ± {s['std']:.2f}")
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def paired_table(doc: dict, scope: str = "") -> str:
+    """Method - R&P, paired over episodes, mean [95% bootstrap interval]."""
+    ks = doc["config"]["demo_counts"]
+    rows = ["| minus R&P | " + " | ".join(f"{k} demos" for k in ks) + " |"]
+    rows.append("|---" * (len(ks) + 1) + "|")
+    for m in METHODS:
+        if m == "R&P":
+            continue
+        cells = []
+        for k in ks:
+            iv = doc["paired_vs_rp"][f"{m} - R&P/{scope}k{k}"]
+            cells.append(f"{iv['mean']:+.2f} [{iv['lo']:+.2f}, {iv['hi']:+.2f}]")
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def ablation_table(doc: dict) -> str:
+    sizes = doc["config"]["ablation_sizes"]
+    rows = ["| scope | " + " | ".join(f"{n + 1} states" for n in sizes) + " |"]
+    rows.append("|---" * (len(sizes) + 1) + "|")
+    for scope in ["", *(f"{f}/" for f in doc["config"]["families"])]:
+        abl = doc["metrics"]["REGENT (context ablation)"]
+        cells = [f"{abl[f'normalized_return/{scope}n{n}']['mean']:.2f}" for n in sizes]
+        rows.append(f"| {scope.rstrip('/') or 'both'} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def report(doc: dict) -> str:
+    parts = [claims_table(doc), returns_table(doc), paired_table(doc)]
+    for family in doc["config"]["families"]:
+        parts += [f"{family}:", returns_table(doc, f"{family}/"), paired_table(doc, f"{family}/")]
+    parts.append(ablation_table(doc))
+    return "\n\n".join(parts)
+
+
+if __name__ == "__main__":
+    print(report(json.loads(Path(sys.argv[1]).read_text())))
