@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
-from empp.bench import ARMS, LABELS, claims_from, run_bench
+import pytest
+
+from empp.bench import ARMS, LABELS, claims_from, paired, run_bench, tune_lr
 
 
 def test_bench_writes_schema(tiny):
@@ -14,22 +17,37 @@ def test_bench_writes_schema(tiny):
     assert on_disk == doc
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
-    assert set(doc["metrics"]) == {LABELS[a] for arms in ARMS.values() for a in arms}
+    arms = {LABELS[a] for arms in ARMS.values() for a in arms}
+    assert set(doc["metrics"]) == arms | {LABELS["median"]}
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert {p["id"] for p in doc["performance"]} == {"empp-overhead", "empp-vs-schnet"}
     assert (Path(tiny.results_dir) / "figures" / "arms.png").stat().st_size > 0
+    assert doc["lr_tuning"]["grid"] == [tiny.lr]  # quick: one lr for every arm, recorded
+
+
+def test_lr_tuning_picks_the_lowest_validation_mae(tiny):
+    cfg = dataclasses.replace(tiny, n_val=3, lr_grid=(1e-2, 1e-4))
+    lr, first, record = tune_lr(cfg, "qm9", "schnet")
+    assert record["grid"] == [1e-2, 1e-4] and len(record["val_mae"]) == 2
+    best = min(range(2), key=lambda i: record["val_mae"][i])
+    assert lr == record["chosen_lr"] == cfg.lr_grid[best]
+    assert round(first["val_mae"], 5) == record["val_mae"][best]
+    assert tune_lr(cfg, "md", "schnet")[2] is None  # no validation split on MD: untuned
 
 
 def fake_metrics(empp_mae: float) -> dict:
     def s(v):
-        return {"mean": v, "std": 0.0, "values": [v]}
+        return {"mean": v, "std": 0.01, "values": [v - 0.01, v, v + 0.01]}
 
-    m = {LABELS[a]: {"qm9_mae": s(1.0), "md_force_mae": s(2.0)} for a in LABELS}
+    m = {
+        LABELS[a]: {"qm9_mae": s(1.0), "md_force_mae": s(2.0), "qm9_params": s(1e4)} for a in LABELS
+    }
     m[LABELS["empp"]] |= {
         "qm9_mae": s(empp_mae),
         "qm9_pos_error": s(0.5),
         "qm9_centroid_error": s(1.0),
     }
+    m[LABELS["median"]] = {"qm9_mae": s(2.0), "md_mae": s(3.0)}
     return m
 
 
@@ -39,3 +57,19 @@ def test_quick_gate_threshold_is_computed(tiny):
     assert holds["empp-pretraining-not-worse"]
     holds = {c["id"]: c["holds"] for c in claims_from(fake_metrics(1.06), tiny)}
     assert not holds["empp-not-worse-than-supervised"]
+    assert not holds["negative-control-median-passes-gate"]
+    assert holds["backbone-beats-median-floor"] and holds["backbone-comparable-to-schnet"]
+    wide = fake_metrics(1.0)
+    wide[LABELS["median"]]["qm9_mae"] = {"mean": 1.3, "std": 0.0, "values": [1.29, 1.3, 1.31]}
+    holds = {c["id"]: c["holds"] for c in claims_from(wide, tiny)}
+    assert not holds["backbone-beats-median-floor"]  # 1.0 is not <= 0.7 x 1.3: no wide margin
+    paper = dataclasses.replace(tiny, name="paper", tasks=("qm9",))
+    ids = {c["id"] for c in claims_from(fake_metrics(0.9), paper)}
+    assert "empp-forces-not-worse" not in ids and "empp-vs-denoising" in ids
+
+
+def test_paired_interval():
+    mean, lo, hi = paired([1.0, 2.0, 3.0], [0.5, 1.5, 2.0])
+    assert mean == pytest.approx(2 / 3)
+    assert lo < mean < hi and hi - lo == pytest.approx(2 * 4.303 * 0.2886751 / 3**0.5, rel=1e-3)
+    assert paired([1.0], [0.0])[2] == float("inf")

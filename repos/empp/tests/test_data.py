@@ -108,3 +108,59 @@ def test_bad_input_is_a_clear_error(call, message):
 
 def test_element_rows_are_exact():
     np.testing.assert_array_equal(data.element_index(np.array([1, 6, 7, 8, 9])), [0, 1, 2, 3, 4])
+
+
+def test_garbage_npz_and_xyz_are_one_line_errors(tmp_path):
+    junk = tmp_path / "junk.npz"
+    junk.write_bytes(b"\x80\x04not an archive at all")
+    with pytest.raises(ValueError, match="junk.npz: not a readable .npz"):
+        data.read_md17_npz(junk)
+    with pytest.raises(ValueError, match="missing.npz: no such"):
+        data.read_md17_npz(tmp_path / "missing.npz")
+    np.save(tmp_path / "single.npy", np.zeros(3))
+    with pytest.raises(ValueError, match="single array"):
+        data.read_md17_npz(tmp_path / "single.npy")
+    with pytest.raises(ValueError, match="junk.npz: cannot read"):
+        data.read_qm9_xyz(junk)
+    with pytest.raises(ValueError, match="not a folder"):
+        data.read_qm9_folder(tmp_path / "nowhere")
+
+
+def test_qm9_csv_round_trip_units_and_subset(tmp_path):
+    """qm9pack layout: Hartree -> eV, hydrogens kept, a fixed hashed subset nested in larger ones."""
+    mols = data.qm9_like(6, max_heavy=4, hydrogens=True)
+    for i, m in enumerate(mols):
+        m.y.update(gap=1.0 + i, u0=-100.0 * (i + 1), mu=0.5 * i)
+    path = tmp_path / "part.csv"
+    data.write_qm9_csv(path, mols)
+    every = data.read_qm9_csv(path, 6)
+    by_pos = {m.pos.round(6).tobytes(): m for m in mols}
+    for m in every:
+        src = by_pos[m.pos.round(6).tobytes()]
+        assert np.array_equal(m.z, src.z) and (m.z == 1).any()
+        assert m.y["gap"] == pytest.approx(src.y["gap"], rel=1e-9)
+        assert m.y["mu"] == pytest.approx(src.y["mu"])
+    four = data.read_qm9_csv(tmp_path, 4)  # a folder works too
+    assert [m.pos.tobytes() for m in four] == [m.pos.tobytes() for m in every[:4]]
+    # u0 has per-element references regressed out: residuals are orthogonal to the counts
+    counts = np.array([[np.sum(m.z == e) for e in data.ELEMENTS] for m in every])
+    assert np.abs(counts.T @ np.array([m.y["u0"] for m in every])).max() < 1e-6
+
+
+def test_qm9_csv_errors_are_one_line(tmp_path):
+    with pytest.raises(ValueError, match="no such QM9 .csv"):
+        data.read_qm9_csv(tmp_path / "missing.csv", 1)
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(b"\x00\xff\xfe garbage\n1,2,3\n")
+    with pytest.raises(ValueError, match="junk.csv") as err:
+        data.read_qm9_csv(junk, 1)
+    assert "\n" not in str(err.value)
+    mols = data.qm9_like(2, max_heavy=3, hydrogens=True)
+    good = tmp_path / "good.csv"
+    data.write_qm9_csv(good, mols)
+    with pytest.raises(ValueError, match="holds 2 molecules, need 5"):
+        data.read_qm9_csv(good, 5)
+    broken = tmp_path / "broken.csv"
+    broken.write_text(good.read_text().replace("'C'", "'Xx'", 1))
+    with pytest.raises(ValueError, match="unreadable molecule row"):
+        data.read_qm9_csv(broken, 2)

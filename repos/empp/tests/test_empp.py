@@ -9,11 +9,12 @@ import pytest
 import torch
 from e3nn import o3
 
-from empp.data import Molecule
+from empp.data import Molecule, element_index
 from empp.empp import (
     Conditioning,
     PositionHead,
     direction_target,
+    gaussian_smearing,
     kl_divergence,
     mask_position,
     neighbours,
@@ -121,7 +122,7 @@ def test_direction_logits_rotate_with_the_molecule():
     irreps = "8x0e+4x1o+2x2e"
     net = EquivariantNet(irreps, 2, 4.0, 6)
     head = PositionHead(net.irreps, 4, (8, 9), 8)
-    cond = Conditioning(net.n_scalars, use_label=True)
+    cond = Conditioning(net.n_scalars, use_label=True, num_blocks=2)
     mols = random_molecules(2, seed=6)
     rot, shift = o3.rand_matrix(), torch.randn(3)
     query = torch.nn.functional.normalize(torch.randn(1, 20, 3), dim=-1)
@@ -141,3 +142,15 @@ def test_direction_logits_rotate_with_the_molecule():
     (d0, r0), (d1, r1) = logits(False), logits(True)
     assert torch.allclose(d0, d1, atol=1e-4) and torch.allclose(r0, r1, atol=1e-4)
     assert d0.std() > 1e-4
+
+
+def test_conditioning_is_per_block_silu_then_linear():
+    """Official layout: block k gets Linear_k(SiLU(element + label embedding))."""
+    cond = Conditioning(8, use_label=True, num_blocks=3)
+    y = torch.tensor([0.3, -1.0])
+    out = cond(np.array([6, 8]), y)
+    assert out.shape == (3, 2, 8)
+    assert not torch.allclose(out[0], out[1])
+    rows = torch.as_tensor(element_index(np.array([6, 8])))
+    inner = torch.nn.functional.silu(cond.element(rows) + cond.label(gaussian_smearing(y)))
+    torch.testing.assert_close(out[2], cond.per_block[2](inner))

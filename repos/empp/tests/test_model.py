@@ -70,3 +70,26 @@ def test_irreps_must_start_with_scalars():
 
     with pytest.raises(ValueError, match="start with scalars"):
         EquivariantNet("4x1o", 1, 4.0, 4)
+
+
+def test_prediction_does_not_depend_on_the_batch():
+    """The neighbour normalisation is a constant from the training set, not a batch statistic."""
+    net = EquivariantNet("8x0e+2x1o+2x2e", 2, 4.0, 8)
+    mols = random_molecules(5, seed=3)
+    assert net.set_avg_neighbors(mols) > 1.0
+    alone, _ = net(collate(mols[:1], "e", 0.0, 1.0))
+    together, _ = net(collate(mols, "e", 0.0, 1.0))
+    torch.testing.assert_close(alone[0], together[0], rtol=1e-5, atol=1e-6)
+
+
+def test_bessel_basis_matches_the_closed_form():
+    from empp.model import BesselBasis
+
+    r = torch.linspace(0.3, 4.5, 50)
+    got = BesselBasis(8, 4.0)(r)
+    n = torch.arange(1, 9) * np.pi / 4.0
+    x = (r / 4.0).clamp(max=1.0)
+    env = 1 - 28 * x**6 + 48 * x**7 - 21 * x**8
+    want = np.sqrt(2 / 4.0) * torch.sin(n * r[:, None]) / r[:, None] * env[:, None]
+    want[r >= 4.0] = 0.0
+    torch.testing.assert_close(got, want.float(), rtol=1e-4, atol=1e-5)

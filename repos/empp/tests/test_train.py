@@ -36,7 +36,7 @@ def test_every_arm_runs(tiny, tmp_path, method):
 
 def test_pretraining_pool_is_disjoint_and_head_is_evaluated(tiny, tmp_path):
     cfg = dataclasses.replace(tiny, method="empp_pretrain")
-    train, test, _, _, pool = load_split(cfg)
+    train, _, test, _, _, pool = load_split(cfg)
     key = lambda m: m.pos.tobytes()
     assert len(pool) == cfg.n_pretrain
     assert not {key(m) for m in pool} & {key(m) for m in train + test}
@@ -48,6 +48,7 @@ def test_same_seed_same_numbers(tiny, tmp_path):
     a = train_and_evaluate(tiny, tmp_path / "a")
     b = train_and_evaluate(tiny, tmp_path / "b")
     a.pop("train_mol_per_s"), b.pop("train_mol_per_s")
+    assert a["params"] > 0
     assert a == b
     c = train_and_evaluate(dataclasses.replace(tiny, seed=1), tmp_path / "c")
     assert c["mae"] != a["mae"]
@@ -82,3 +83,33 @@ def test_validate_names_the_bad_field(tiny):
     ]:
         with pytest.raises(ValueError, match=message):
             validate(dataclasses.replace(tiny, **{field: value}))
+
+
+def test_qm9_csv_split_is_fixed_and_disjoint(tiny, tmp_path):
+    """The qm9pack-layout data give one train/val/test/pool split whatever the seed."""
+    from empp import data
+
+    mols = data.qm9_like(20, max_heavy=6, hydrogens=True)
+    path = tmp_path / "qm9.csv"
+    data.write_qm9_csv(path, mols)
+    cfg = dataclasses.replace(tiny, qm9_csv=str(path), n_train=8, n_val=3, n_test=4, n_pretrain=5)
+    key = lambda m: m.pos.tobytes()
+    parts = load_split(cfg)
+    again = load_split(dataclasses.replace(cfg, seed=7))
+    for a, b in zip(parts, again):
+        assert a == b if isinstance(a, str) else [key(m) for m in a] == [key(m) for m in b]
+    sets = [{key(m) for m in parts[i]} for i in (0, 1, 2, 5)]
+    assert [len(x) for x in sets] == [8, 3, 4, 5]
+    assert len(set().union(*sets)) == 20
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert math.isfinite(metrics["val_mae"]) and math.isfinite(metrics["mae"])
+
+
+def test_paper_preset_reads_the_installed_qm9pack_tables():
+    """The paper preset is real QM9 with equal lr tuning; its data ship in the pinned wheel."""
+    from empp import data
+
+    paper = validate(PRESETS["paper"])
+    assert paper.qm9_csv == "qm9pack" and paper.tasks == ("qm9",) and len(paper.lr_grid) >= 2
+    assert paper.n_val > 0 and len(paper.seeds) >= 3
+    assert len(sorted(data.qm9pack_folder().glob("qm9_part*.csv"))) == 3

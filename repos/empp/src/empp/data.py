@@ -1,16 +1,22 @@
 """Molecules without downloads: rdkit's NCI SMILES -> ETKDG + MMFF94 conformers with QM9-like
 labels, MMFF94 Langevin trajectories with MD17-like energies and forces, and loaders for the
-real QM9 (.xyz) and MD17 (.npz) formats.
+real QM9 (.xyz files, or the CSV tables of the PyPI wheel `qm9pack`) and MD17 (.npz) formats.
 
 Every generator is a deterministic function of its arguments. Units: Angstrom, kcal/mol, Debye.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import csv
 import dataclasses
+import hashlib
+import heapq
+import importlib.metadata
 import os
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +35,12 @@ QM9_PROPS += ("G", "Cv")
 KCAL_PER_AMU_A_TO_A_PER_FS2 = 4.184e-4  # acceleration of 1 kcal/mol/A on 1 amu, in A/fs^2
 BOLTZMANN_KCAL = 0.0019872041  # kcal/mol/K
 E_ANGSTROM_TO_DEBYE = 4.80320
+HARTREE_EV = 27.211386
+QM9_CSV_COLUMNS = {  # our label -> qm9pack column (Hartree, Hartree, Debye)
+    "gap": "HOMO_LUMO_gap_au",
+    "u0": "InternalEnergy_0K_au",
+    "mu": "Dipole_debye",
+}
 
 
 @dataclasses.dataclass
@@ -211,7 +223,12 @@ def md_like(
 
 def read_qm9_xyz(path: str | Path) -> Molecule:
     """One QM9 .xyz file: atom count, 'gdb <id> <15 properties>', atoms, frequencies, SMILES."""
-    lines = Path(path).read_text().replace("*^", "e").splitlines()
+    try:
+        lines = Path(path).read_text().replace("*^", "e").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(
+            f"{path}: cannot read as a QM9 .xyz text file ({type(exc).__name__})"
+        ) from None
     try:
         n = int(lines[0].split()[0])
     except (IndexError, ValueError):
@@ -245,7 +262,15 @@ def write_qm9_xyz(path: str | Path, mol: Molecule, props: dict[str, float], inde
 
 def read_md17_npz(path: str | Path) -> list[Molecule]:
     """An MD17 .npz trajectory: z (n,), R (T, n, 3), E (T,) or (T, 1), F (T, n, 3)."""
-    with np.load(path) as d:
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such MD17 .npz file")
+    try:
+        d = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile):  # numpy's own wording
+        raise ValueError(f"{path}: not a readable .npz archive (expected z, R, E, F)") from None
+    if not hasattr(d, "files"):
+        raise ValueError(f"{path}: a single array, not an .npz archive with z, R, E, F")
+    with d:
         missing = [k for k in ("z", "R", "E", "F") if k not in d]
         if missing:
             raise ValueError(f"{path}: missing arrays {missing}; expected z, R, E, F")
@@ -256,3 +281,110 @@ def read_md17_npz(path: str | Path) -> list[Molecule]:
         )
     check_molecule(z, r[0], str(path))
     return [Molecule(z, r[t], {"energy": float(e[t])}, f[t]) for t in range(len(r))]
+
+
+def read_qm9_folder(path: str | Path) -> list[Molecule]:
+    """Every QM9 .xyz file in a folder (sorted by name), read with `read_qm9_xyz`."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise ValueError(f"{path}: not a folder of QM9 .xyz files")
+    files = sorted(folder.glob("*.xyz"))
+    if not files:
+        raise ValueError(f"{path}: holds no .xyz files")
+    return [read_qm9_xyz(f) for f in files]
+
+
+def qm9pack_folder() -> Path:
+    """The data folder of the installed `qm9pack` wheel, found without importing the package."""
+    try:
+        dist = importlib.metadata.distribution("qm9pack")
+    except importlib.metadata.PackageNotFoundError:
+        raise ValueError(
+            "qm9_csv='qm9pack' needs the qm9pack==1.0.3 wheel installed (pip install qm9pack==1.0.3)"
+        ) from None
+    return Path(str(dist.locate_file("qm9pack/data")))
+
+
+def _csv_files(path: str | Path) -> list[Path]:
+    if str(path) == "qm9pack":
+        path = qm9pack_folder()
+    p = Path(path)
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        files = sorted(p.glob("qm9_part*.csv")) or sorted(p.glob("*.csv"))
+        if files:
+            return files
+        raise ValueError(f"{path}: folder holds no QM9 .csv files")
+    raise ValueError(f"{path}: no such QM9 .csv file or folder")
+
+
+def _hash_rank(index: str) -> int:
+    """A fixed pseudo-random rank per molecule: the subset and split do not depend on any seed."""
+    return int.from_bytes(hashlib.blake2b(index.encode(), digest_size=8).digest(), "big")
+
+
+def _csv_molecule(row: dict[str, str], where: str) -> Molecule:
+    try:
+        symbols = ast.literal_eval(row["Elements"])
+        pos = np.asarray(ast.literal_eval(row["XYZ_Ang"]), dtype=np.float64).reshape(-1, 3)
+        z = np.array([SYMBOLS[s] for s in symbols])
+        raw = {k: float(row[col]) for k, col in QM9_CSV_COLUMNS.items()}
+    except (ValueError, SyntaxError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{where}: unreadable molecule row ({type(exc).__name__}: {exc})"
+        ) from None
+    check_molecule(z, pos, where)
+    y = {"gap": raw["gap"] * HARTREE_EV, "u0": raw["u0"] * HARTREE_EV, "mu": raw["mu"]}
+    return Molecule(z, pos, y)
+
+
+def read_qm9_csv(path: str | Path, n: int) -> list[Molecule]:
+    """n DFT QM9 molecules (hydrogens included) from CSV tables in the qm9pack layout.
+
+    `path` is one .csv file, a folder of them (qm9pack's `qm9_part*.csv`), or 'qm9pack' for the
+    installed wheel's data. The n molecules are those with the smallest fixed hash of their
+    `Index`, in that order, so the subset is a uniform sample of QM9, and the first n of a larger
+    n are the same molecules. Labels: gap and u0 in eV (u0 with per-element reference energies
+    regressed out over the n molecules, as for the QM9-like set), mu in Debye.
+    """
+    csv.field_size_limit(1 << 26)
+    need = ("Index", "Elements", "XYZ_Ang", *QM9_CSV_COLUMNS.values())
+    best: list[tuple[int, str, dict[str, str]]] = []  # max-heap on rank via negation
+    for file in _csv_files(path):
+        try:
+            with open(file, newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                missing = [c for c in need if c not in (reader.fieldnames or [])]
+                if missing:
+                    raise ValueError(f"{file}: not a qm9pack QM9 table, missing columns {missing}")
+                for line, row in enumerate(reader, start=2):
+                    item = (-_hash_rank(row["Index"] or ""), f"{file}:{line}", row)
+                    if len(best) < n:
+                        heapq.heappush(best, item)
+                    elif item[0] > best[0][0]:
+                        heapq.heapreplace(best, item)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise ValueError(f"{file}: not a readable CSV file ({type(exc).__name__})") from None
+    if len(best) < n:
+        raise ValueError(f"{path}: holds {len(best)} molecules, need {n}")
+    mols = [_csv_molecule(row, where) for _, where, row in sorted(best, reverse=True)]
+    counts = np.array([[np.sum(m.z == e) for e in ELEMENTS] for m in mols], dtype=float)
+    energy = np.array([m.y["u0"] for m in mols])
+    refs = np.linalg.lstsq(counts, energy, rcond=None)[0]
+    for m, c in zip(mols, counts):
+        m.y["u0"] = float(m.y["u0"] - c @ refs)
+    return mols
+
+
+def write_qm9_csv(path: str | Path, mols: list[Molecule], start: int = 1) -> None:
+    """Write molecules as a qm9pack-layout table (labels gap/u0 in eV, mu in Debye); for tests."""
+    inv = {v: k for k, v in SYMBOLS.items()}
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["XYZ_file", "Index", "Elements", "XYZ_Ang", *QM9_CSV_COLUMNS.values()])
+        for i, m in enumerate(mols, start=start):
+            elements = "[" + ",".join(f"'{inv[int(v)]}'" for v in m.z) + "]"
+            xyz = "[" + ",".join("[" + ",".join(f"{c:.10f}" for c in p) + "]" for p in m.pos) + "]"
+            labels = [m.y["gap"] / HARTREE_EV, m.y["u0"] / HARTREE_EV, m.y["mu"]]
+            writer.writerow([f"dsgdb9nsd_{i:06d}.xyz", i, elements, xyz, *labels])

@@ -71,17 +71,24 @@ def gaussian_smearing(x: torch.Tensor, n: int = 64, lo: float = -3.0, hi: float 
 
 
 class Conditioning(nn.Module):
-    """Embedding of the masked element plus (optionally) the Gaussian-encoded standardised label."""
+    """Per block k: Linear_k(SiLU(element embedding + label embedding)), as in the official code;
+    the label embedding is a Linear of the Gaussian-encoded standardised label (or absent).
 
-    def __init__(self, n_scalars: int, use_label: bool):
+    Returns (num_blocks, B, n_scalars); block k of the backbone adds row k to its scalars."""
+
+    def __init__(self, n_scalars: int, use_label: bool, num_blocks: int = 1):
         super().__init__()
         self.element = nn.Embedding(len(ELEMENTS), n_scalars)
         self.label = nn.Linear(64, n_scalars) if use_label else None
+        self.per_block = nn.ModuleList(nn.Linear(n_scalars, n_scalars) for _ in range(num_blocks))
 
     def forward(self, masked_element: np.ndarray, y: torch.Tensor) -> torch.Tensor:
         rows = torch.as_tensor(element_index(masked_element), device=y.device)
         c = self.element(rows)
-        return c + self.label(gaussian_smearing(y)) if self.label is not None else c
+        if self.label is not None:
+            c = c + self.label(gaussian_smearing(y))
+        c = nn.functional.silu(c)
+        return torch.stack([lin(c) for lin in self.per_block])
 
 
 def equivariant_layer_norm(x: torch.Tensor, irreps: o3.Irreps, eps: float = 1e-5) -> torch.Tensor:

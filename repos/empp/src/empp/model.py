@@ -14,8 +14,10 @@ import math
 import numpy as np
 import torch
 from e3nn import o3
+from e3nn.math import soft_one_hot_linspace
 from e3nn.nn import FullyConnectedNet, Gate
 from torch import nn
+from torch_geometric.utils import scatter
 
 from .data import ELEMENTS, Molecule, element_index
 
@@ -61,23 +63,26 @@ def radius_graph(pos: torch.Tensor, batch: torch.Tensor, cutoff: float) -> torch
 
 
 def scatter_sum(src: torch.Tensor, index: torch.Tensor, size: int) -> torch.Tensor:
-    out = src.new_zeros((size, *src.shape[1:]))
-    return out.index_add_(0, index, src)
+    """Sum rows of src into `size` buckets (PyG's scatter, pure torch)."""
+    return scatter(src, index, dim=0, dim_size=size, reduce="sum")
 
 
 class BesselBasis(nn.Module):
-    """sin(n pi r / c) / r times a smooth polynomial cutoff envelope (DimeNet / NequIP)."""
+    """e3nn's Bessel basis sqrt(2/c) sin(n pi r / c) / r times a smooth polynomial cutoff
+    envelope (DimeNet / NequIP)."""
 
     def __init__(self, num_basis: int, cutoff: float):
         super().__init__()
         self.cutoff = cutoff
-        self.register_buffer("freq", torch.arange(1, num_basis + 1) * math.pi / cutoff)
+        self.num_basis = num_basis
 
     def forward(self, r: torch.Tensor) -> torch.Tensor:
         x = (r / self.cutoff).clamp(max=1.0)
         envelope = 1 - 28 * x**6 + 48 * x**7 - 21 * x**8  # p = 6 polynomial, zero at the cutoff
-        basis = torch.sin(self.freq * r[:, None]) / r[:, None].clamp(min=1e-6)
-        return basis * envelope[:, None] * math.sqrt(2 / self.cutoff)
+        basis = soft_one_hot_linspace(
+            r, 0.0, self.cutoff, self.num_basis, basis="bessel", cutoff=True
+        )
+        return basis * envelope[:, None]
 
 
 def gate_for(irreps: o3.Irreps) -> Gate:
@@ -124,7 +129,8 @@ class EquivariantNet(nn.Module):
     """Embedding -> interaction blocks -> per-atom scalar readout summed (or averaged) per molecule.
 
     `forward` returns (prediction per molecule, final node features). `cond` (B, n_scalars) is
-    the EMPP conditioning, added to the scalar channels of every node before every block.
+    the EMPP conditioning, added to the scalar channels of every node before every block; a
+    (num_layers, B, n_scalars) tensor gives each block its own conditioning.
     """
 
     def __init__(
@@ -149,21 +155,40 @@ class EquivariantNet(nn.Module):
             irreps_in = self.irreps
         self.rbf = BesselBasis(num_basis, cutoff)
         self.cutoff = cutoff
+        # Constant message normalisation (sqrt of the mean neighbour count), set from the
+        # training set by `set_avg_neighbors`; a per-batch value made predictions batch-dependent.
+        self.register_buffer("avg_neighbors", torch.tensor(1.0))
         self.readout = readout
         self.out = nn.Sequential(
             o3.Linear(self.irreps, o3.Irreps("16x0e")), nn.SiLU(), nn.Linear(16, 1)
         )
+
+    @torch.no_grad()
+    def set_avg_neighbors(self, mols: list[Molecule]) -> float:
+        """Fix the normalisation to the mean neighbour count per atom over `mols` (training set)."""
+        edges = atoms = 0
+        for m in mols:
+            pos = torch.as_tensor(m.pos, dtype=torch.float32)
+            dist = torch.cdist(pos, pos)
+            edges += int((dist < self.cutoff).sum()) - len(m.z)
+            atoms += len(m.z)
+        value = max(edges / max(atoms, 1), 1.0)
+        self.avg_neighbors.fill_(value)
+        return value
 
     def forward(self, b: Batch, cond: torch.Tensor | None = None):
         src, dst = radius_graph(b.pos, b.batch, self.cutoff)
         vec = b.pos[src] - b.pos[dst]
         sh = o3.spherical_harmonics(SH_IRREPS, vec, normalize=True, normalization="component")
         rbf = self.rbf(vec.norm(dim=-1))
-        avg = max(src.numel() / max(b.pos.shape[0], 1), 1.0)
+        avg = float(self.avg_neighbors)
         h = self.embed(b.species)
-        for block in self.blocks:
+        if cond is not None and cond.dim() == 2:  # one conditioning vector for every block
+            cond = cond.expand(len(self.blocks), *cond.shape)
+        for k, block in enumerate(self.blocks):
             if cond is not None:
-                h = torch.cat([h[:, : self.n_scalars] + cond[b.batch], h[:, self.n_scalars :]], 1)
+                c = cond[k][b.batch]
+                h = torch.cat([h[:, : self.n_scalars] + c, h[:, self.n_scalars :]], 1)
             h = block(h, src, dst, sh, rbf, avg)
         per_atom = self.out(h).squeeze(-1)
         total = scatter_sum(per_atom, b.batch, b.num_graphs)

@@ -36,40 +36,77 @@ def _qm9(n: int, max_heavy: int, hydrogens: bool) -> tuple[data.Molecule, ...]:
     return tuple(data.qm9_like(n, max_heavy, hydrogens))
 
 
+@functools.lru_cache(maxsize=2)
+def _real_qm9(folder: str) -> tuple[data.Molecule, ...]:
+    return tuple(data.read_qm9_folder(folder))
+
+
+@functools.lru_cache(maxsize=2)
+def _csv_qm9(path: str, n: int) -> tuple[data.Molecule, ...]:
+    return tuple(data.read_qm9_csv(path, n))
+
+
 @functools.lru_cache(maxsize=4)
 def _md(name: str, n: int, temperature: float, stride: int) -> tuple[data.Molecule, ...]:
     return tuple(data.md_like(name, n, temperature, stride, seed=0))
 
 
-def load_split(cfg: Config) -> tuple[list, list, str, str, list]:
-    """(train, test, label key, readout, unlabelled pool); the data are fixed, the split depends
-    on cfg.seed. The pool (QM9-like only) holds further molecules whose labels are never read."""
+def load_split(cfg: Config) -> tuple[list, list, list, str, str, list]:
+    """(train, val, test, label key, readout, unlabelled pool). The rdkit and MD data are fixed
+    and split by cfg.seed; the qm9pack CSV data come in a fixed hashed order, so their split is
+    fixed. The pool (QM9 only) holds further molecules whose labels are never read."""
     pool: list = []
     if cfg.task == "qm9":
-        n_train, n = cfg.n_train, cfg.n_train + cfg.n_test
-        every = _qm9(n + cfg.n_pretrain, cfg.max_heavy, cfg.hydrogens)
-        mols, pool, key = every[:n], list(every[n:]), cfg.target
-        readout = "sum" if key == "u0" else "mean"
+        n_train, n = cfg.n_train, cfg.n_train + cfg.n_val + cfg.n_test
+        key = cfg.target
+        if cfg.qm9_csv:
+            every = _csv_qm9(cfg.qm9_csv, n + cfg.n_pretrain)
+            train, rest = list(every[:n_train]), list(every[n_train:n])
+            val, test = rest[: cfg.n_val], rest[cfg.n_val :]
+            readout = "sum" if cfg.target == "u0" else "mean"
+            return train, val, test, key, readout, list(every[n:])
+        if cfg.qm9_dir:
+            every = _real_qm9(cfg.qm9_dir)
+            key = {"u0": "U0", "gap": "gap", "mu": "mu"}[cfg.target]
+        else:
+            every = _qm9(n + cfg.n_pretrain, cfg.max_heavy, cfg.hydrogens)
+        if len(every) < n:
+            raise ValueError(
+                f"need n_train + n_val + n_test = {n} molecules, the data hold {len(every)}"
+            )
+        mols, pool = every[:n], list(every[n : n + cfg.n_pretrain])
+        readout = "sum" if cfg.target == "u0" else "mean"
+        n_val = cfg.n_val
     else:
         n_train, n = cfg.md_n_train, cfg.md_n_train + cfg.md_n_test
-        mols, key = _md(cfg.md_molecule, n, cfg.md_temperature, cfg.md_stride), "energy"
-        readout = "sum"
+        if cfg.md17_npz:
+            mols = tuple(data.read_md17_npz(cfg.md17_npz))
+            if len(mols) < n:
+                raise ValueError(
+                    f"{cfg.md17_npz}: {len(mols)} frames, need md_n_train + md_n_test = {n}"
+                )
+            mols = mols[:: max(len(mols) // n, 1)][:n]
+        else:
+            mols = _md(cfg.md_molecule, n, cfg.md_temperature, cfg.md_stride)
+        key, readout, n_val = "energy", "sum", 0
     perm = np.random.default_rng(cfg.seed).permutation(n)
-    train, test = [mols[i] for i in perm[:n_train]], [mols[i] for i in perm[n_train:]]
-    return train, test, key, readout, pool
+    train = [mols[i] for i in perm[:n_train]]
+    val = [mols[i] for i in perm[n_train : n_train + n_val]]
+    test = [mols[i] for i in perm[n_train + n_val :]]
+    return train, val, test, key, readout, pool
 
 
 def build(cfg: Config, readout: str) -> tuple[torch.nn.Module, torch.nn.ModuleDict]:
     """The backbone for cfg.method and the auxiliary modules it trains alongside."""
     if cfg.method == "schnet":
-        return SchNetPeer(cfg.cutoff, readout), torch.nn.ModuleDict()
+        return SchNetPeer(cfg.cutoff, readout, cfg.schnet_hidden), torch.nn.ModuleDict()
     extra = 1 if cfg.method == "element_mask" else 0
     net = EquivariantNet(
         cfg.irreps_hidden, cfg.num_layers, cfg.cutoff, cfg.num_basis, readout, extra
     )
     aux = torch.nn.ModuleDict()
     if cfg.method in HEAD_ARMS:
-        aux["cond"] = Conditioning(net.n_scalars, use_label=cfg.method == "empp")
+        aux["cond"] = Conditioning(net.n_scalars, cfg.method == "empp", cfg.num_layers)
         res = (cfg.grid_beta, cfg.grid_alpha)
         aux["head"] = PositionHead(net.irreps, cfg.head_channels, res, cfg.num_radius_bins)
     elif cfg.method == "denoise":
@@ -102,12 +139,12 @@ def supervised_loss(net, b: Batch, std: float, cfg: Config, md: bool) -> torch.T
     return loss
 
 
-def evaluate_model(net, aux, cfg, test, norm, md: bool) -> dict[str, float]:
-    """Test MAE in label units (+ force MAE on MD), and the EMPP head's reconstruction error."""
+def errors(net, cfg, mols, norm, md: bool) -> dict[str, float]:
+    """MAE in label units over `mols` (+ force MAE on MD data)."""
     key, mean, std = norm[0], norm[1], norm[2]
     errs, ferrs = [], []
-    for i in range(0, len(test), cfg.batch_size):
-        b = collate(test[i : i + cfg.batch_size], key, mean, std, cfg.device)
+    for i in range(0, len(mols), cfg.batch_size):
+        b = collate(mols[i : i + cfg.batch_size], key, mean, std, cfg.device)
         b.pos.requires_grad_(md)
         pred, _ = net(b)
         errs.append(((pred - b.y) * std).abs().detach())
@@ -117,6 +154,12 @@ def evaluate_model(net, aux, cfg, test, norm, md: bool) -> dict[str, float]:
     metrics = {"mae": float(torch.cat(errs).mean())}
     if md:
         metrics["force_mae"] = float(torch.cat(ferrs).mean())
+    return metrics
+
+
+def evaluate_model(net, aux, cfg, test, norm, md: bool) -> dict[str, float]:
+    """Test MAE in label units (+ force MAE on MD), and the EMPP head's reconstruction error."""
+    metrics = errors(net, cfg, test, norm, md)
     if cfg.method in EMPP_ARMS:
         metrics |= position_errors(net, aux, cfg, test, norm)
     return metrics
@@ -158,11 +201,13 @@ def train_and_evaluate(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
-    train, test, key, readout, pool = load_split(cfg)
+    train, val, test, key, readout, pool = load_split(cfg)
     labels = np.array([m.y[key] for m in train])
     norm = (key, float(labels.mean()), float(labels.std() + 1e-8))
     md = cfg.task == "md"
     net, aux = build(cfg, readout)
+    if isinstance(net, EquivariantNet):
+        net.set_avg_neighbors(train)
     net.to(cfg.device), aux.to(cfg.device)
     params = list(net.parameters()) + list(aux.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -211,7 +256,10 @@ def train_and_evaluate(
             bar.set_postfix(loss=f"{loss.item():.4f}")
     seconds = time.perf_counter() - start
     metrics = evaluate_model(net, aux, cfg, test, norm, md) | pretrain_metrics
+    if val:
+        metrics["val_mae"] = errors(net, cfg, val, norm, md)["mae"]
     metrics["train_mol_per_s"] = seen / seconds  # pre-training passes included
+    metrics["params"] = float(sum(p.numel() for p in net.parameters()))  # backbone only
     save_checkpoint(workdir / "model.safetensors", net, aux)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
