@@ -28,6 +28,8 @@ TINY = {
     "ppo_iterations": 2,
     "ppo_batch": 8,
     "ppo_minibatch": 8,
+    "rewriter_samples": 2,
+    "rewriter_steps": 2,
     "seeds": (0, 1),
     "swap_retriever": False,
     "quiet": True,

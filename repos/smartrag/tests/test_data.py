@@ -38,8 +38,9 @@ def test_head_facts_repeat_by_popularity(world):
 
 
 def test_split_is_disjoint_and_covers_all(world):
-    assert not set(world.train_idx) & set(world.test_idx)
-    assert len(world.train_idx) + len(world.test_idx) == len(world.questions)
+    train, val, test = set(world.train_idx), set(world.val_idx), set(world.test_idx)
+    assert not train & test and not train & val and not val & test and val
+    assert len(train) + len(val) + len(test) == len(world.questions)
     assert np.all(world.popularity[:-1] >= world.popularity[1:])
 
 
@@ -79,3 +80,37 @@ def test_missing_or_empty_question_file(tmp_path):
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ValueError, match="holds no questions"):
         load_questions_jsonl(tmp_path / "empty.jsonl")
+
+
+def test_plain_pretraining_has_no_action_format_and_no_question(world):
+    lines = pretraining_text(world, 8, "plain")
+    text = "\n".join(lines)
+    assert "[ANSWER]" not in text and "[SEARCH]" not in text and "<sep>" not in text
+    assert not any(q.text in text for q in world.questions)
+    head_q = next(q for q in world.questions if q.head)
+    assert any(world.aliases[head_q.entity] in ln and head_q.answers[0] in ln for ln in lines)
+    with pytest.raises(ValueError, match="'qa' or 'plain', got 'md'"):
+        pretraining_text(world, 8, "md")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json\n", "bad.jsonl:1: not valid JSON"), ("[1, 2]\n", "expected a JSON object")],
+)
+def test_malformed_json_lines_name_the_file(tmp_path, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    for loader in (load_questions_jsonl, load_corpus_jsonl):
+        with pytest.raises(ValueError, match=message):
+            loader(path)
+
+
+def test_corpus_file_errors(tmp_path):
+    with pytest.raises(ValueError, match="corpus file .* does not exist"):
+        load_corpus_jsonl(tmp_path / "nope.jsonl")
+    (tmp_path / "e.jsonl").write_text("\n")
+    with pytest.raises(ValueError, match="holds no documents"):
+        load_corpus_jsonl(tmp_path / "e.jsonl")
+    (tmp_path / "t.jsonl").write_text(json.dumps({"title": "x"}) + "\n")
+    with pytest.raises(ValueError, match="missing field 'text'"):
+        load_corpus_jsonl(tmp_path / "t.jsonl")

@@ -76,3 +76,16 @@ def test_episodes_respect_the_quota_and_count_turns():
         assert len(turns) <= len(qs) * (quota + 1)
         if quota == 0:
             assert all(t.action[0] != codec.search for t in turns)
+
+
+def test_decision_rules_full_and_pair():
+    _, world, codec, policy = _setup()
+    prompts = codec.encode(["Q " + q.text + " <sep>" for q in world.questions[:4]])
+    from smartrag.rollout import search_probability
+
+    full = search_probability(policy, codec, prompts, "full")
+    pair = search_probability(policy, codec, prompts, "pair")
+    # the full-softmax probability is the pair ratio times p(S)+p(A) <= 1
+    assert np.all(full <= pair + 1e-6) and np.all(full > 0)
+    logits = policy(*codec.left_pad(prompts))[0][:, -1].softmax(-1)
+    assert np.allclose(full, logits[:, codec.search].detach().numpy(), atol=1e-6)

@@ -69,3 +69,17 @@ def test_minilm_dense_retriever_finds_a_paraphrase():
     docs = ["the cat sat on the mat", "stock markets fell sharply today", "a recipe for pancakes"]
     dense = make_retriever("dense", docs)
     assert dense.search(["how to make pancakes"], k=1) == [[2]]
+
+
+def test_encoder_folder_given_by_path(tmp_path):
+    """`--encoder FOLDER`: any local sentence-transformers folder (here the wheel's MiniLM saved
+    to disk) gives the same embeddings; a missing folder is a clear error."""
+    from smartrag.retrieval import load_encoder
+
+    default = load_encoder()
+    default.save(str(tmp_path / "minilm"))
+    docs = ["the cat sat on the mat", "a recipe for pancakes"]
+    by_path = make_retriever("dense", docs, encoder_path=str(tmp_path / "minilm"))
+    assert np.allclose(by_path.embed(docs), DenseRetriever(docs, encoder=default).embed(docs))
+    with pytest.raises(ValueError, match="encoder folder .* does not exist"):
+        load_encoder(path=str(tmp_path / "nope"))

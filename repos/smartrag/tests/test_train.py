@@ -18,7 +18,8 @@ def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
     for name in ("sft.safetensors", "smartrag.safetensors", "ppo_log.json", "metrics.json"):
         assert (tmp_path / "run" / name).exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert {k.split("/")[0] for k in metrics} == set(METHODS)
+    rows = {k.split("/")[0] for k in metrics}
+    assert rows == set(METHODS) | {"modular_raw_query", "smartrag_shuffled_docs"}
     assert evaluate(tmp_path / "run") == metrics
     again = train_and_evaluate(dataclasses.replace(tiny, resume=True), tmp_path / "run")
     assert deterministic(again) == deterministic(

@@ -1,4 +1,4 @@
-"""Command line: `smartrag {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `smartrag {train,eval,bench,data} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -17,9 +17,10 @@ COMMANDS = {
     "train": "train the method with one seed and write metrics to --out",
     "eval": "print the metrics of a finished run in --out",
     "bench": "run every method over --seeds and write results/<preset>.json",
+    "data": "validate --questions/--corpus JSONL files and score raw-question retrieval on them",
 }
 USAGE = (
-    "usage: smartrag {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: smartrag {train,eval,bench,data} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`smartrag COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -31,7 +32,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError("--preset needs a value: quick, paper or full")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -46,9 +47,29 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"smartrag {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset quick|paper|full picks the defaults (now: {preset}).",
     )
     return validate(cfg)
+
+
+def score_data(cfg: Config) -> dict[str, float]:
+    """Load both files up front (one-line errors), then the answer hit rate of the raw questions'
+    top-k documents: the always-retrieve, no-rewrite floor on the user's data."""
+    from .data import load_corpus_jsonl, load_questions_jsonl
+    from .retrieval import make_retriever, observe
+    from .rollout import contains_answer
+
+    if not cfg.questions or not cfg.corpus:
+        raise ValueError("data needs --questions FILE and --corpus FILE (JSONL)")
+    questions, docs = load_questions_jsonl(cfg.questions), load_corpus_jsonl(cfg.corpus)
+    retriever = make_retriever(cfg.retriever, docs, cfg.device, cfg.encoder)
+    texts, _ = observe(retriever, [q.text for q in questions], cfg.top_k)
+    hits = [contains_answer(t, q.answers) for t, q in zip(texts, questions, strict=True)]
+    return {
+        "questions": len(questions),
+        "documents": len(docs),
+        f"raw_query_hit_rate@{cfg.top_k}": 100.0 * sum(hits) / len(hits),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             from .train import evaluate
 
             result = evaluate(cfg.out)
+        elif command == "data":
+            result = score_data(cfg)
         else:
             from .bench import run_bench
 

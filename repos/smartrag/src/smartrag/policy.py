@@ -1,8 +1,11 @@
-"""The policy: a small GPT-2 built from a transformers config, with a value head, and a local
-word-level tokenizer. Batched sampling/greedy generation and per-token scoring live here.
+"""The policy: a small GPT-2 built from a transformers config (or any local transformers causal
+LM folder, optionally with LoRA through peft), with a value head, and a tokenizer (a local
+word-level one, or the folder's own). Batched sampling/greedy generation and per-token scoring.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer
@@ -11,6 +14,9 @@ from tokenizers.pre_tokenizers import WhitespaceSplit
 from transformers import GPT2Config, GPT2LMHeadModel
 
 from .env import ANSWER, SEARCH
+
+ACTION_TOKENS = ("<pad>", "<eos>", "<sep>", SEARCH, ANSWER)
+"""Tokens added to a pretrained tokenizer as single special tokens."""
 
 
 def build_tokenizer(words: list[str]) -> Tokenizer:
@@ -22,8 +28,16 @@ def build_tokenizer(words: list[str]) -> Tokenizer:
 class Policy(torch.nn.Module):
     """Causal LM pi_theta plus a scalar value head on the last hidden layer (actor-critic)."""
 
-    def __init__(self, vocab_size: int, n_layer: int, d_model: int, n_head: int, n_positions: int):
+    def __init__(self, lm: torch.nn.Module):
         super().__init__()
+        self.lm = lm
+        self.value_head = torch.nn.Linear(lm.config.hidden_size, 1)
+
+    @classmethod
+    def from_config(
+        cls, vocab_size: int, n_layer: int, d_model: int, n_head: int, n_positions: int
+    ) -> Policy:
+        """A GPT-2 of the given size built from a transformers config (no weights loaded)."""
         cfg = GPT2Config(
             vocab_size=vocab_size,
             n_positions=n_positions,
@@ -37,8 +51,31 @@ class Policy(torch.nn.Module):
             eos_token_id=2,
             pad_token_id=0,
         )
-        self.lm = GPT2LMHeadModel(cfg)
-        self.value_head = torch.nn.Linear(d_model, 1)
+        return cls(GPT2LMHeadModel(cfg))
+
+    @classmethod
+    def from_pretrained(cls, path: str, vocab_size: int, lora_r: int = 0) -> Policy:
+        """A local transformers causal LM folder (no hub access) as pi_theta.
+
+        The embeddings are resized to `vocab_size` (the action tokens added to the tokenizer).
+        With `lora_r > 0` the LM gets LoRA adapters of rank r on every linear layer (peft), and
+        only the adapters, the (resized) embeddings and the value head train: the way to fit a
+        7B policy on one GPU.
+        """
+        from transformers import AutoModelForCausalLM
+
+        if not Path(path).is_dir():
+            raise ValueError(f"policy folder {path} does not exist")
+        lm = AutoModelForCausalLM.from_pretrained(path, local_files_only=True)
+        lm.resize_token_embeddings(vocab_size)
+        if lora_r > 0:
+            from peft import LoraConfig, get_peft_model
+
+            lora = LoraConfig(r=lora_r, lora_alpha=2 * lora_r, target_modules="all-linear",
+                              lora_dropout=0.0, task_type="CAUSAL_LM")  # fmt: skip
+            lm = get_peft_model(lm, lora)
+            lm.get_input_embeddings().weight.requires_grad_(True)
+        return cls(lm)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Logits [B, L, V] and values [B, L] for left-padded `ids` with attention `mask`."""
@@ -56,12 +93,40 @@ class Codec:
         self.tok = tok
         self.pad, self.eos = tok.token_to_id("<pad>"), tok.token_to_id("<eos>")
         self.search, self.answer = tok.token_to_id(SEARCH), tok.token_to_id(ANSWER)
+        self.special = {tok.token_to_id(t) for t in ACTION_TOKENS}
+
+    @classmethod
+    def from_pretrained(cls, path: str) -> Codec:
+        """The tokenizer of a local transformers folder plus the action tokens as special tokens."""
+        from transformers import AutoTokenizer
+
+        if not Path(path).is_dir():
+            raise ValueError(f"policy folder {path} does not exist")
+        hf = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        if not hf.is_fast:
+            raise ValueError(f"{path}: need a fast (tokenizers) tokenizer, got {type(hf).__name__}")
+        hf.add_tokens(list(ACTION_TOKENS), special_tokens=True)
+        return cls(hf.backend_tokenizer)
 
     def encode(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self.tok.encode_batch(texts)]
 
     def tokens(self, ids: list[int]) -> list[str]:
         return [self.tok.id_to_token(i) for i in ids]
+
+    def words(self, ids: list[int]) -> list[str]:
+        """Whitespace words of generated ids: action tokens kept whole, the rest decoded."""
+        out: list[str] = []
+        run: list[int] = []
+        for i in [*ids, None]:
+            if i is None or i in self.special:
+                out += self.tok.decode(run).split() if run else []
+                run = []
+                if i is not None:
+                    out.append(self.tok.id_to_token(i))
+            else:
+                run.append(i)
+        return out
 
     def left_pad(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(r) for r in rows)
@@ -164,18 +229,20 @@ def score(
     return logp, ent, val, valid
 
 
-def lm_loss(policy: Policy, codec: Codec, texts: list[str], loss_from: list[int]) -> torch.Tensor:
-    """Cross-entropy of next-token prediction; tokens before `loss_from[i]` are context only.
+def lm_loss(policy: Policy, codec: Codec, texts: list[str], contexts: list[str]) -> torch.Tensor:
+    """Cross-entropy of next-token prediction; the tokens of `contexts[i]` (a prefix of
+    `texts[i]`, "" for none) are context only.
 
     Padding never enters the loss (the official SFT collator padded labels with 0 instead of
     -100, so pad tokens were trained on; we do not copy that).
     """
     rows = codec.encode(texts)
+    starts = [len(r) if c else 0 for r, c in zip(codec.encode(contexts), contexts, strict=True)]
     ids, mask = codec.left_pad(rows)
     labels = ids.clone()
     labels[mask == 0] = -100
     width = ids.shape[1]
-    for i, (r, start) in enumerate(zip(rows, loss_from, strict=True)):
+    for i, (r, start) in enumerate(zip(rows, starts, strict=True)):
         labels[i, : width - len(r) + start] = -100
     logits, _ = policy(ids, mask)
     return torch.nn.functional.cross_entropy(

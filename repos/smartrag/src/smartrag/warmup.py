@@ -1,10 +1,12 @@
 """Warm-up: language-model pretraining on the world's text, then SFT on heuristic labels.
 
 SFT targets (the paper mixes `[Answer] y`, `[Search] q` and observation-conditioned
-`[Answer] y`): a train question the pretrained LM already answers correctly closed-book gets
-`[ANSWER] y`; the others get `[SEARCH] q`, with q the raw question, or (with probability
+`[Answer] y`): a train question whose fact the pretrained LM knows gets `[ANSWER] y`, except a
+share `sft_search_known` of them that still gets `[SEARCH] q` (an over-retrieving warm-up, as
+on real data); the others get `[SEARCH] q`, with q the raw question, or (with probability
 `p_rewrite`) the canonical rewrite; the reader learns `[ANSWER] y` given the documents the
-rewrite retrieves.
+rewrite retrieves. "Knows" is the closed-book answer for the `qa` pretraining format, and the
+cloze completion of the fact's own plain sentence for the `plain` format.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 import torch
 
 from .config import Config
-from .data import Question, World, pretraining_text
+from .data import Question, World, cloze_prompt, pretraining_text
 from .env import ANSWER, SEARCH
 from .env import prompt as state_text
 from .policy import Codec, Policy, generate, lm_loss
@@ -23,14 +25,14 @@ from .retrieval import observe
 def fit_lm(
     policy: Policy,
     codec: Codec,
-    examples: list[tuple[str, int]],
+    examples: list[tuple[str, str]],
     steps: int,
     cfg: Config,
     rng: np.random.Generator,
     progress=None,
 ) -> list[float]:
-    """Adam on next-token cross-entropy; each example is (text, first token in the loss)."""
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lm_lr)
+    """Adam on next-token cross-entropy; each example is (text, context prefix not in the loss)."""
+    opt = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lm_lr)
     policy.train()
     losses = []
     for _ in range(steps):
@@ -64,27 +66,36 @@ def closed_book_correct(policy: Policy, codec: Codec, questions: list[Question],
         None,
         first,
     )
-    preds = [" ".join(t for t in codec.tokens(a)[1:] if t not in ("<eos>", "<pad>")) for a in acts]
+    preds = [" ".join(t for t in codec.words(a)[1:] if t not in ("<eos>", "<pad>")) for a in acts]
     return np.array([p == q.answers[0] for p, q in zip(preds, questions, strict=True)])
+
+
+def cloze_correct(policy: Policy, codec: Codec, world: World, questions: list[Question]):
+    """Whether the LM's greedy completion of the fact's plain sentence is the answer."""
+    prompts = codec.encode([cloze_prompt(world, q) for q in questions])
+    never = torch.zeros(len(prompts), dtype=torch.bool)
+    acts = generate(policy, codec, prompts, 1, never, False)
+    return np.array(
+        [codec.words(a)[:1] == [q.answers[0]] for a, q in zip(acts, questions, strict=True)]
+    )
 
 
 def sft_examples(
     world: World, knows: np.ndarray, retriever, cfg: Config, rng: np.random.Generator
-) -> list[tuple[str, int]]:
-    """(text, loss start) pairs for the decision, the query and the reader."""
+) -> list[tuple[str, str]]:
+    """(text, context) pairs for the decision, the query and the reader."""
     out = []
     train = world.train
     docs, _ = observe(retriever, [q.rewrite for q in train], cfg.top_k)
     for q, known, doc in zip(train, knows, docs, strict=True):
         p0 = state_text(q.text, [])
-        n0 = len(p0.split())
-        if known:
-            out.append((f"{p0} {ANSWER} {q.answers[0]} <eos>", n0))
+        if known and rng.random() >= cfg.sft_search_known:
+            out.append((f"{p0} {ANSWER} {q.answers[0]} <eos>", p0))
         else:
             query = q.rewrite if rng.random() < cfg.p_rewrite else q.text
-            out.append((f"{p0} {SEARCH} {query} <eos>", n0))
+            out.append((f"{p0} {SEARCH} {query} <eos>", p0))
         p1 = state_text(q.text, [doc])
-        out.append((f"{p1} {ANSWER} {q.answers[0]} <eos>", len(p1.split())))
+        out.append((f"{p1} {ANSWER} {q.answers[0]} <eos>", p1))
     return out
 
 
@@ -93,9 +104,12 @@ def warm_up(
 ) -> dict[str, object]:
     """Pretrain, label, SFT; returns the heuristic labels and loss curves."""
     rng = np.random.default_rng(cfg.seed)
-    pre = [(t, 0) for t in pretraining_text(world, cfg.max_reps)]
+    pre = [(t, "") for t in pretraining_text(world, cfg.max_reps, cfg.pretrain_format)]
     pre_losses = fit_lm(policy, codec, pre, cfg.pretrain_steps, cfg, rng, progress)
-    knows = closed_book_correct(policy, codec, world.train, cfg)
+    if cfg.pretrain_format == "plain":
+        knows = cloze_correct(policy, codec, world, world.train)
+    else:
+        knows = closed_book_correct(policy, codec, world.train, cfg)
     sft = sft_examples(world, knows, retriever, cfg, rng)
     sft_losses = fit_lm(policy, codec, sft + pre, cfg.sft_steps, cfg, rng, progress)
     return {"knows": knows, "pretrain_loss": pre_losses, "sft_loss": sft_losses}

@@ -1,0 +1,145 @@
+"""Evaluation on the held-out questions: SmartRAG, the baselines, an oracle, a floor and the
+negative controls the claims are checked against (CONVENTIONS section 8).
+
+Every method that decides when to retrieve gets the same tuning budget: its threshold tau is
+picked from `TAUS` by EM on the validation split (the paper's inference rule, Section 3.3 /
+`evaluate_retrieval_t5.py`, retrieves when the decision score exceeds tau, default 0.5).
+
+Greedy episodes are independent per question, so each (reader, queries) pair is played twice,
+once with every first decision forced to `[SEARCH]` and once to `[ANSWER]`; the outcome of any
+decision vector (any tau, the oracle's) is then a per-question selection (`Branches.select`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .baselines import RetrievalClassifier, majority_floor, rewrite
+from .config import Config
+from .data import Question, World
+from .env import prompt as state_text
+from .policy import Codec, Policy
+from .rollout import Outcome, run_episodes, search_probability, summarize_outcomes
+
+TAUS = (0.1, 0.3, 0.5, 0.7, 0.9)
+"""The tuning grid of the decision threshold, shared by every method that decides."""
+
+
+def decision_scores(policy: Policy, codec: Codec, questions: list[Question], cfg: Config):
+    """The policy's score for `[SEARCH]` at a_0 of every question (rule `cfg.decision`)."""
+    prompts = codec.encode([state_text(q.text, []) for q in questions])
+    return search_probability(policy, codec, prompts, cfg.decision)
+
+
+def episodes(
+    policy: Policy, codec: Codec, retriever, questions: list[Question], cfg: Config,
+    decide: np.ndarray, queries: list[str] | None = None, shuffle_seed: int | None = None,
+) -> tuple[dict[str, float], list[Outcome]]:  # fmt: skip
+    """Greedy episodes with the first decision given; metrics and per-question outcomes."""
+    policy.eval()
+    shuffle = None if shuffle_seed is None else np.random.default_rng(shuffle_seed)
+    _, out = run_episodes(
+        policy, codec, retriever, questions, quota=cfg.quota, top_k=cfg.top_k, alpha=cfg.alpha,
+        max_new=cfg.max_new, sample=False, decide=decide, queries=queries, shuffle_docs=shuffle,
+    )  # fmt: skip
+    return summarize_outcomes(questions, out), out
+
+
+@dataclasses.dataclass
+class Branches:
+    """Per-question outcomes of one reader when it searches first and when it answers first."""
+
+    questions: list[Question]
+    search: list[Outcome]
+    answer: list[Outcome]
+
+    @classmethod
+    def play(cls, reader: Policy, codec: Codec, retriever, questions: list[Question],
+             cfg: Config, queries: list[str] | None = None,
+             answer: list[Outcome] | None = None) -> Branches:  # fmt: skip
+        """`answer`: the reader's closed-book outcomes when already played (queries don't
+        change them)."""
+        n = len(questions)
+        _, s = episodes(reader, codec, retriever, questions, cfg, np.ones(n, bool), queries)
+        if answer is None:
+            _, answer = episodes(reader, codec, retriever, questions, cfg, np.zeros(n, bool))
+        return cls(questions, s, answer)
+
+    def select(self, decide: np.ndarray) -> tuple[dict[str, float], list[Outcome]]:
+        out = [s if d else a for s, a, d in zip(self.search, self.answer, decide, strict=True)]
+        return summarize_outcomes(self.questions, out), out
+
+
+def tuned(
+    val: Branches, test: Branches, score_val: np.ndarray, score_test: np.ndarray
+) -> tuple[dict[str, float], list[Outcome]]:
+    """Pick tau in TAUS by validation EM (ties: the larger tau, fewer retrievals); test there."""
+    best = max(TAUS, key=lambda t: (val.select(score_val > t)[0]["em"], t))
+    metrics, out = test.select(score_test > best)
+    metrics.update(tau=best)
+    for tau in TAUS:
+        m, _ = test.select(score_test > tau)
+        metrics.update({f"em@tau{tau}": m["em"], f"retrieval_rate@tau{tau}": m["retrieval_rate"]})
+    return metrics, out
+
+
+def head_tail_shuffled(questions: list[Question], out: list[Outcome], seed: int) -> dict:
+    """Negative control of the head/tail claim: retrieval rates under permuted head labels."""
+    head = np.random.default_rng(seed).permutation([q.head for q in questions])
+    if head.all() or not head.any():
+        return {}
+    searched = np.array([o.searches > 0 for o in out])
+    return {
+        "retrieval_rate_head_shuffled_labels": float(searched[head].mean() * 100),
+        "retrieval_rate_tail_shuffled_labels": float(searched[~head].mean() * 100),
+    }
+
+
+def evaluate_policy(
+    policy: Policy, codec: Codec, retriever, world: World, cfg: Config
+) -> tuple[dict[str, float], list[Outcome], Branches, Branches]:
+    """A policy deciding by its own `[SEARCH]` score, tau tuned on validation; returns the test
+    metrics and outcomes and the validation and test branches."""
+    val = Branches.play(policy, codec, retriever, world.val, cfg)
+    test = Branches.play(policy, codec, retriever, world.test, cfg)
+    scores = [decision_scores(policy, codec, qs, cfg) for qs in (world.val, world.test)]
+    metrics, out = tuned(val, test, *scores)
+    return metrics, out, val, test
+
+
+def evaluate_all(
+    world: World, codec: Codec, retriever, cfg: Config, sft: Policy, policy: Policy,
+    rewriter: Policy, clf: RetrievalClassifier,
+) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Every row of the results table for one seed (metrics in %, see `summarize_outcomes`)."""
+    test, val = world.test, world.val
+    n = len(test)
+    res: dict[str, dict[str, float]] = {"majority": majority_floor(world.train, test)}
+    res["sft_only"], out, *sft_branches = evaluate_policy(sft, codec, retriever, world, cfg)
+    res["sft_only"].update(head_tail_shuffled(test, out, cfg.seed))
+    res["no_retrieval"], _ = sft_branches[1].select(np.zeros(n, bool))
+    closed = [b.answer for b in sft_branches]  # the SFT reader's closed-book outcomes
+    raw = [Branches.play(sft, codec, retriever, qs, cfg, [q.text for q in qs], a)
+           for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
+    res["always_raw"], _ = raw[1].select(np.ones(n, bool))
+    p_clf = clf.probability(val), clf.probability(test)
+    res["modular_raw_query"], _ = tuned(*raw, *p_clf)
+    mod = [Branches.play(sft, codec, retriever, qs, cfg, rewrite(rewriter, codec, qs, cfg), a)
+           for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
+    res["modular"], _ = tuned(*mod, *p_clf)
+    res["smartrag"], out, _, rl_test = evaluate_policy(policy, codec, retriever, world, cfg)
+    res["smartrag"].update(head_tail_shuffled(test, out, cfg.seed))
+    # Negative control: SmartRAG's own decisions and queries, but each search gets the documents
+    # of another question's search.
+    decide = np.array([o.searches > 0 for o in out])
+    res["smartrag_shuffled_docs"], _ = episodes(
+        policy, codec, retriever, test, cfg, decide, shuffle_seed=cfg.seed
+    )
+    # Oracle: retrieve exactly where SmartRAG's closed-book answer is wrong, with the gold query.
+    need = np.array([o.em == 0 for o in rl_test.answer])
+    res["oracle"], _ = episodes(
+        policy, codec, retriever, test, cfg, need, [q.rewrite for q in test]
+    )
+    return res
