@@ -28,6 +28,7 @@ TINY = {
     "warmup": 1,
     "cnn_width": 4,
     "perf_batch": 4,
+    "pose_candidates": 16,
     "seeds": (0,),
     "quiet": True,
 }

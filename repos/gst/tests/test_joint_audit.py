@@ -27,6 +27,7 @@ def _batch(vocab: Vocab, order: str, seed: int = 0):
 def test_trained_segments_per_method():
     """Joint: both segments of both orders; single-task models: one segment of one order."""
     assert sequence.TRAINED["gst"] == {"gen": ("camera", "image"), "est": ("image", "camera")}
+    assert sequence.TRAINED["gst_gen"] == {"gen": ("camera", "image")}
     assert sequence.TRAINED["nvs_only"] == {"gen": ("image",)}
     assert sequence.TRAINED["pose_only"] == {"est": ("camera",)}
 
@@ -105,3 +106,23 @@ def test_evaluation_samples_each_task_in_its_own_order_and_slot(tiny, monkeypatc
         assert n_new == n and new_seg == seg_id
         assert torch.equal(allowed, vocab.slot_mask(kind))
     assert not expected
+
+
+def test_gen_only_joint_trains_both_segments_every_step(tiny):
+    """gst_gen: every step is the GEN sequence with the mean of its camera and image losses;
+    the alternating model gets twice the steps so each order gets cfg.steps (equal per task)."""
+    prep = train.prepare(tiny)
+    model = train.build_model(tiny, prep.vocab)
+    torch.nn.init.normal_(model.head.weight, std=0.02)
+    idx = torch.arange(tiny.batch)
+    c = prep.codes["train"]
+    tokens, seg = sequence.build(prep.vocab, c["obs"][idx], c["cam"][idx], c["tgt"][idx], "gen")
+    ref = sequence.segment_losses(model(tokens, seg), tokens, seg, c["obs"].shape[1])
+    for step in range(3):
+        loss = train.ar_loss(model, prep, idx, "gst_gen", step, "cpu")
+        assert torch.allclose(loss, (ref["camera"] + ref["image"]) / 2, atol=1e-6)
+    steps = {m: train.steps_for(tiny, m) for m in ("gst", "gst_gen", "nvs_only", "pose_only")}
+    assert steps == {"gst": 2 * tiny.steps, "gst_gen": tiny.steps} | {
+        "nvs_only": tiny.steps,
+        "pose_only": tiny.steps,
+    }

@@ -9,10 +9,11 @@ import torch
 from gst import sequence
 from gst.baselines import PoseCNN, pose_cnn_loss
 from gst.data import make_pairs
+from gst.floors import chance_pose
 from gst.geometry import camera_centre, geodesic_deg, rays_to_camera
 from gst.model import SEG_CAMERA
 from gst.tokenizers import KMeansTokenizer, Vocab
-from gst.train import chance_floor
+from gst.train import prepare
 
 
 def test_pose_cnn_overfits_a_small_training_set():
@@ -46,7 +47,7 @@ def test_true_camera_tokens_decode_to_the_camera():
 
 
 def test_chance_floor_is_image_blind_and_in_range(tiny):
-    out = chance_floor(tiny)
+    out = chance_pose(prepare(tiny))
     assert 0 <= out["rot_acc15"] <= out["rot_acc30"] <= 100
     assert out["rot_err_median"] > 0 and np.isfinite(out["centre_err"])
 

@@ -55,3 +55,10 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     assert full.tokenizer == "vqvae" and full.dropout == 0.1
     metrics = train_and_evaluate(full, tmp_path, "gst")
     assert all(math.isfinite(v) for v in metrics.values())
+
+
+def test_paper_preset_is_the_issue_scale():
+    """Issue 38: width >= 128, depth >= 4, more objects and pairs than quick."""
+    quick, paper = PRESETS["quick"], PRESETS["paper"]
+    assert paper.width >= 128 and paper.depth >= 4 and paper.name == "paper"
+    assert paper.n_objects > quick.n_objects and paper.n_train > quick.n_train

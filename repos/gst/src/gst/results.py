@@ -47,6 +47,24 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
+def paired_interval(diffs: list[float], level: float = 0.95) -> dict[str, Any]:
+    """Mean of paired differences (one per seed) with a two-sided Student-t interval; with a
+    single value the interval is undefined (None) and no claim can hold on it."""
+    from scipy import stats
+
+    d = np.asarray(diffs, dtype=float)
+    mean = float(d.mean())
+    if len(d) < 2:
+        return {"mean": mean, "lo": None, "hi": None, "values": d.tolist()}
+    half = float(stats.t.ppf(0.5 + level / 2, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)))
+    return {"mean": mean, "lo": mean - half, "hi": mean + half, "values": d.tolist()}
+
+
+def beats(interval: dict[str, Any], margin: float) -> bool:
+    """The paired gate: mean difference >= margin and the interval's lower end above 0."""
+    return interval["lo"] is not None and interval["mean"] >= margin and interval["lo"] > 0
+
+
 def claim(cid: str, statement: str, paper: str, ours: str, holds: bool) -> dict[str, Any]:
     """One claim; `holds` must come from a comparison of measured metrics."""
     return {"id": cid, "statement": statement, "paper": paper, "ours": ours, "holds": bool(holds)}

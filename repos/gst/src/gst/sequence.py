@@ -15,6 +15,7 @@ from .model import SEG_CAMERA, SEG_OBS, SEG_SPECIAL, SEG_TARGET
 from .tokenizers import Vocab
 
 ORDERS = ("gen", "est")
+SEGMENT_KIND = {"camera": SEG_CAMERA, "image": SEG_TARGET}
 
 
 def build(vocab: Vocab, obs: torch.Tensor, cam: torch.Tensor, tgt: torch.Tensor, order: str):
@@ -57,14 +58,16 @@ def segment_losses(
 def first_trained_position(seg: torch.Tensor, trained: tuple[str, ...]) -> int:
     """The first position whose logits predict a token of a trained segment (segment types
     are the same for every row): the head and the loss need not run before it."""
-    kinds = {"camera": SEG_CAMERA, "image": SEG_TARGET}
-    hit = torch.isin(seg[0, 1:], torch.tensor([kinds[k] for k in trained]))
+    hit = torch.isin(seg[0, 1:], torch.tensor([SEGMENT_KIND[k] for k in trained]))
     return int(hit.nonzero()[0, 0])
 
 
-# which (order, segment) losses each autoregressive method trains on
+# which (order, segment) losses each autoregressive method trains on: gst alternates the two
+# orders step by step; gst_gen is the single-sequence joint model, p(c | o) p(i | o, c) in the
+# GEN order only (the official sampler's only order)
 TRAINED = {
     "gst": {"gen": ("camera", "image"), "est": ("image", "camera")},
+    "gst_gen": {"gen": ("camera", "image")},
     "nvs_only": {"gen": ("image",)},
     "pose_only": {"est": ("camera",)},
 }

@@ -7,6 +7,7 @@ full:  convolutional VQ-VAEs with unit-length codebooks, cosine matching, straig
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -28,6 +29,22 @@ def unpatchify(p: np.ndarray, patch: int, channels: int) -> np.ndarray:
     g = round(tokens**0.5)
     x = p.reshape(n, g, g, patch, patch, channels).transpose(0, 1, 3, 2, 4, 5)
     return x.reshape(n, g * patch, g * patch, channels)
+
+
+@contextlib.contextmanager
+def faiss_single_thread():
+    """Run faiss on one OpenMP thread. faiss's k-means sums distances and centroids in an order
+    that depends on its thread count, so the same seed gave different codebooks at 1 and 2 threads
+    (seed 0, quick: tokenizer-ceiling PSNR 21.790 vs 21.799 dB); one thread makes the codes a
+    function of the seed alone (tests/test_determinism.py)."""
+    import faiss
+
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(before)
 
 
 @dataclasses.dataclass
@@ -60,7 +77,8 @@ class KMeansTokenizer:
 
         data = np.ascontiguousarray(patchify(self._check(x), self.patch).reshape(-1, self.dim))
         km = faiss.Kmeans(self.dim, self.n_codes, niter=iters, seed=seed + 1, verbose=False)
-        km.train(data)
+        with faiss_single_thread():
+            km.train(data)
         self.centroids = km.centroids.copy()
         return self
 
@@ -77,7 +95,8 @@ class KMeansTokenizer:
         p = patchify(self._check(x), self.patch)
         index = faiss.IndexFlatL2(self.dim)
         index.add(self.centroids)
-        _, ids = index.search(np.ascontiguousarray(p.reshape(-1, self.dim)), 1)
+        with faiss_single_thread():
+            _, ids = index.search(np.ascontiguousarray(p.reshape(-1, self.dim)), 1)
         return ids.reshape(p.shape[0], p.shape[1]).astype(np.int64)
 
     def decode(self, ids: np.ndarray) -> np.ndarray:

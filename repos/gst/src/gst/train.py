@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
-from . import sequence
+from . import ranking, sequence
 from .baselines import PoseCNN, pose_cnn_loss
 from .config import METHODS, Config, validate
 from .data import Pairs, make_pairs
@@ -76,9 +76,6 @@ def _prepare(
         vq_steps=vq_steps,
         device=device,
     )
-    import faiss
-
-    faiss.omp_set_num_threads(torch.get_num_threads())  # --threads bounds faiss as well
     pairs = make_pairs(n_train + n_test, image_size, n_objects, seed)
     train, test = _split(pairs, slice(0, n_train)), _split(pairs, slice(n_train, None))
     image_tok = _make_tokenizer(cfg, 3, image_codes).fit(
@@ -117,22 +114,29 @@ def build_model(cfg: Config, vocab: Vocab) -> GST:
     return GST(vocab.size, cfg.width, cfg.depth, cfg.heads, cfg.grid, cfg.dropout, cfg.qk_norm)
 
 
-def lr_at(step: int, cfg: Config) -> float:
-    """Linear warm-up then cosine decay to 10% of the peak."""
+def steps_for(cfg: Config, method: str) -> int:
+    """Equal steps per task: a method that trains one order per step gets cfg.steps steps per
+    order, so the alternating joint model (GEN and EST orders on alternate steps) gets twice as
+    many as the single-task models and the GEN-only joint model (both tasks in every step)."""
+    return cfg.steps * len(sequence.TRAINED.get(method, ("cnn",)))
+
+
+def lr_at(step: int, cfg: Config, total: int | None = None) -> float:
+    """Linear warm-up then cosine decay to 10% of the peak over `total` steps (cfg.steps)."""
+    total = cfg.steps if total is None else total
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
-    frac = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    frac = (step - cfg.warmup) / max(1, total - cfg.warmup)
     return cfg.lr * (0.1 + 0.45 * (1 + math.cos(math.pi * frac)))
 
 
-def _progress(cfg: Config, desc: str):
-    return tqdm(
-        range(cfg.steps), desc=desc, disable=cfg.quiet or not sys.stderr.isatty(), leave=False
-    )
+def _progress(cfg: Config, desc: str, total: int):
+    return tqdm(range(total), desc=desc, disable=cfg.quiet or not sys.stderr.isatty(), leave=False)
 
 
 def ar_loss(model: GST, prep: Prepared, idx: torch.Tensor, method: str, step: int, device):
-    """Loss of one step. The joint model alternates the two orders (50/50 over steps)."""
+    """Loss of one step. The alternating joint model (gst) switches order every step; the
+    GEN-only joint model (gst_gen) trains both segments of the one GEN sequence every step."""
     orders = sequence.TRAINED[method]
     order = list(orders)[step % len(orders)]
     c = prep.codes["train"]
@@ -152,10 +156,11 @@ def train_ar(cfg: Config, prep: Prepared, method: str) -> GST:
     )
     g = torch.Generator().manual_seed(cfg.seed)
     model.train()
-    bar = _progress(cfg, method)
+    total = steps_for(cfg, method)
+    bar = _progress(cfg, method, total)
     for step in bar:
         for group in opt.param_groups:
-            group["lr"] = lr_at(step, cfg)
+            group["lr"] = lr_at(step, cfg, total)
         idx = torch.randint(0, cfg.n_train, (cfg.batch,), generator=g)
         loss = ar_loss(model, prep, idx, method, step, cfg.device)
         opt.zero_grad()
@@ -168,18 +173,22 @@ def train_ar(cfg: Config, prep: Prepared, method: str) -> GST:
 
 @torch.no_grad()
 def eval_ar(cfg: Config, prep: Prepared, model: GST, method: str) -> dict[str, float]:
-    """Sampled novel views (GEN order) and/or sampled cameras (EST order) on the test pairs,
-    plus the teacher-forced perplexity of each trained segment."""
+    """Sampled novel views (GEN order), sampled cameras (EST order), cameras ranked by
+    likelihood among training cameras (every method that models the camera), and the
+    teacher-forced perplexity of each trained segment on the test pairs."""
     c, test, vocab = prep.codes["test"], prep.test, prep.vocab
     n = c["obs"].shape[1]
     g = torch.Generator().manual_seed(cfg.seed + 7919)
     out: dict[str, float] = {}
-    for order in sequence.TRAINED[method]:
+    trained = sequence.TRAINED[method]
+    for order, segments in trained.items():
         tokens, seg = sequence.build(vocab, c["obs"], c["cam"], c["tgt"], order)
         tokens, seg = tokens.to(cfg.device), seg.to(cfg.device)
         losses = sequence.segment_losses(model(tokens, seg), tokens, seg, n)
         task = "image" if order == "gen" else "camera"
         out[f"ppl_{task}"] = float(torch.exp(losses[task]))
+        if order == "gen" and "camera" in segments:  # p(c | o): the prior, not localisation
+            out["ppl_camera_prior"] = float(torch.exp(losses["camera"]))
         kind, seg_id = ("image", SEG_TARGET) if order == "gen" else ("camera", SEG_CAMERA)
         new = model.sample(
             tokens[:, : 2 * n + 1],
@@ -197,31 +206,10 @@ def eval_ar(cfg: Config, prep: Prepared, model: GST, method: str) -> dict[str, f
         else:
             rays = prep.camera_tok.decode(ids).astype(np.float64)
             out.update(pose_metrics(*rays_to_camera(rays), test.rotation, test.translation))
+    rank_order = ranking.ORDER.get(method)
+    if rank_order and cfg.pose_candidates:
+        out.update(ranking.rank_pose_metrics(cfg, prep, model, rank_order))
     return out
-
-
-def tokenizer_floor(cfg: Config) -> dict[str, float]:
-    """Metrics of the ground-truth codes decoded: the ceiling any token model can reach."""
-    prep = prepare(cfg)
-    c, test = prep.codes["test"], prep.test
-    out = image_metrics(prep.image_tok.decode(c["tgt"].numpy()), test.tgt)
-    rays = prep.camera_tok.decode(c["cam"].numpy()).astype(np.float64)
-    out.update(pose_metrics(*rays_to_camera(rays), test.rotation, test.translation))
-    return out
-
-
-def chance_floor(cfg: Config) -> dict[str, float]:
-    """Pose metrics of the best image-blind guess: one constant camera for every test pair, the
-    chordal mean of the training relative rotations (projected onto SO(3)) and the mean centre.
-    A pose model that does not beat this has learned nothing from the images."""
-    prep = prepare(cfg)
-    u, _, vt = np.linalg.svd(prep.train.rotation.mean(0))
-    r = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
-    centre = camera_centre(prep.train.rotation, prep.train.translation).mean(0)
-    n = len(prep.test.rotation)
-    r_all = np.broadcast_to(r, (n, 3, 3))
-    t_all = np.broadcast_to(-r @ centre, (n, 3))
-    return pose_metrics(r_all, t_all, prep.test.rotation, prep.test.translation)
 
 
 def _images(p: Pairs, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -240,7 +228,7 @@ def train_cnn(cfg: Config, prep: Prepared) -> PoseCNN:
     centre = torch.from_numpy(camera_centre(prep.train.rotation, prep.train.translation))
     centre = centre.float().to(cfg.device)
     g = torch.Generator().manual_seed(cfg.seed)
-    bar = _progress(cfg, "cnn_pose")
+    bar = _progress(cfg, "cnn_pose", cfg.steps)
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
