@@ -6,7 +6,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from leq.bench import compare, run_bench, schedule
+from leq.bench import compare, gap_check, run_bench, schedule
 
 
 def test_bench_writes_schema_claims_and_figures(readme_run):
@@ -19,13 +19,16 @@ def test_bench_writes_schema_claims_and_figures(readme_run):
     assert ids == {"leq-beats-onestep-mb", "leq-at-least-iql-minus-10"}
     for c in doc["claims"]:
         assert isinstance(c["holds"], bool) and c["paper"]
-    leq = doc["metrics"]["LEQ"]["umaze_success_rate"]["mean"]
-    mb = doc["metrics"]["MB-onestep"]["umaze_success_rate"]["mean"]
+    vals = {m: doc["metrics"][m]["umaze_success_rate"]["values"] for m in ("LEQ", "MB-onestep", "IQL")}  # fmt: skip
     gap = next(c for c in doc["claims"] if c["id"] == "leq-beats-onestep-mb")
-    assert gap["holds"] == (leq - mb >= 20.0 and max(leq, mb) > 0)
-    iql = doc["metrics"]["IQL"]["umaze_success_rate"]["mean"]
     vs_iql = next(c for c in doc["claims"] if c["id"] == "leq-at-least-iql-minus-10")
-    assert vs_iql["holds"] == (leq >= iql - 10.0 and max(leq, iql) > 0)
+    for c, other, kind in ((gap, "MB-onestep", "beats"), (vs_iql, "IQL", "not-worse")):
+        passes = gap_check(vals["LEQ"], vals[other], kind)[0]
+        assert c["holds"] == (passes and not c["negative_control"]["holds"])
+    for c in (gap, vs_iql):
+        assert "model_holdout_err" in c["world_model"] and "paired_difference" in c
+        assert c["negative_control"]["fails_as_expected"] == (not c["negative_control"]["holds"])
+    assert "umaze_imagined_wall_frac_start" in doc["metrics"]["LEQ"]
     assert {p["id"] for p in doc["performance"]} == {"leq-updates-per-s", "iql-updates-per-s"}
     assert all(p["ours_updates_per_s"] > 0 for p in doc["performance"])
     assert (folder / "results" / "figures" / "scores.png").stat().st_size > 0

@@ -145,3 +145,20 @@ def test_bc_of_goal_controller_solves_eval_through_evaluate_actor():
         actor_p, train.as_arrays(cfg, ds), jax.random.PRNGKey(1)
     )
     assert train.evaluate_actor(cfg, actor_p, 2, jax.random.PRNGKey(2))["success_rate"] > 50.0
+
+
+# gymnasium-robotics 1.4.2 `gymnasium_robotics/envs/maze/maps.py` (U_MAZE, MEDIUM_MAZE,
+# LARGE_MAZE; 1 = wall), transcribed: the JAX maze must have PointMaze's layouts.
+POINTMAZE_MAPS = {
+    "umaze": ["11111", "10001", "11101", "10001", "11111"],
+    "medium": ["11111111", "10011001", "10010001", "11000111", "10010001", "10100101",
+               "10001001", "11111111"],
+    "large": ["111111111111", "100001000001", "101101010101", "100000010001", "101111011101",
+              "100101000001", "110101010111", "100100010001", "111111111111"],
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(POINTMAZE_MAPS))
+def test_maze_layouts_equal_pointmaze_maps(name):
+    ref = np.array([[c == "1" for c in row] for row in POINTMAZE_MAPS[name]])
+    np.testing.assert_array_equal(maze.make_maze(name).walls, ref)

@@ -18,6 +18,12 @@ def test_smoke_writes_config_checkpoint_and_finite_metrics(tiny, tmp_path):
     assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == tiny.steps
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     assert 0.0 <= metrics["success_rate"] <= 100.0
+    # issue 29's diagnostics: blocked moves in the data, model error, imagination in walls
+    assert 0.0 < metrics["data_blocked_fraction"] < 1.0
+    assert 0.0 <= metrics["imagined_wall_frac_start"] <= 1.0
+    assert 0.0 <= metrics["imagined_goal_rate_start"] <= 100.0
+    assert metrics["model_holdout_err"] > 0.0 and metrics["model_err_blocked"] > 0.0
+    assert 0.0 <= metrics["bc_success_rate"] <= 100.0
     assert evaluate(tmp_path / "run") == metrics
     blob = serialization.msgpack_restore((tmp_path / "run" / "checkpoint.msgpack").read_bytes())
     assert set(blob) == {"actor", "critic"}
@@ -39,6 +45,7 @@ def test_pendulum_and_ablations_run(tiny, tmp_path):
     assert math.isfinite(m["success_rate"])
 
 
+@pytest.mark.slow
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     """The full preset's structure (H = 10, 7 members / 5 elites, large maze) at tiny widths."""
     full = dataclasses.replace(

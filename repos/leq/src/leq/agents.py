@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import optax
 
 from . import leq
+from . import maze as mz
 from . import world_model as wmod
 from .data import sample
 from .networks import Actor, Critic
@@ -28,6 +29,7 @@ class HP(NamedTuple):
 
     target: str  # "lambda" (LEQ) or "onestep"
     actor_obj: str  # "dpg" (gradient of the targets through the model) or "q" (max Q(s, pi(s)))
+    dynamics: str  # "model" (the fitted ensemble) or "true" (the maze's own step: the oracle)
     actor_grad: str  # "jacrev" (official) or "recursive" (same numbers, one backward sweep)
     gamma: float
     lam: float
@@ -69,14 +71,26 @@ def init_state(hp: HP, key: jax.Array, actor_params: dict, critic_params: dict) 
     )
 
 
+def dynamics_fn(hp: HP, wm):
+    """One imagined step (s, a, key) -> (s', r, terminal): the world model, or for the oracle
+    the maze's true step (differentiable almost everywhere, so the DPG flows through it)."""
+    if hp.dynamics == "true":
+        if hp.env not in mz.LAYOUTS:
+            raise ValueError(f"the true-dynamics oracle needs a maze env, got {hp.env!r}")
+        m = mz.make_maze(hp.env)
+        walls, goal = jnp.asarray(m.walls), jnp.asarray(m.goal)
+        return lambda s, a, k: mz.step(walls, goal, s, a)
+    term = wmod.terminal_fn_for(hp.env)
+    return lambda s, a, k: wmod.sample_step(hp.model_widths, wm, s, a, k, term)
+
+
 def _fns(hp: HP, wm):
     actor, critic = Actor(hp.widths, hp.act_dim), Critic(hp.widths)
-    term = wmod.terminal_fn_for(hp.env)
+    model = dynamics_fn(hp, wm)
 
     def bind(actor_p, critic_p):
         policy = lambda s: actor.apply(actor_p, s)
         q_fn = lambda s, a: critic.apply(critic_p, s, a)
-        model = lambda s, a, k: wmod.sample_step(hp.model_widths, wm, s, a, k, term)
         return policy, q_fn, model
 
     return actor, critic, bind
@@ -165,29 +179,28 @@ def update_chunk(hp: HP, length: int):
 
 @functools.cache
 def expansion_fn(hp: HP, n_states: int, length: int, noise: float):
-    """MOPO-style expansion: `length`-step rollouts of the stochastic policy from dataset states;
-    returns the visited states (n_states * length, obs_dim); a terminated rollout restarts at
-    its dataset state. `data` comes from `data.device_arrays`."""
+    """MOPO-style expansion as the official `_rollout`: `length`-step rollouts of the stochastic
+    policy tanh(mean + noise * N(0, 1)) (noise before the tanh; official std 1.0) from dataset
+    states. Returns the states each step starts from, the dataset start states included
+    (n_states * length, obs_dim): the official buffer's `obss`, from which imagination starts.
+    As there, a rollout continues after an imagined termination. `data` comes from
+    `data.device_arrays`."""
     actor = Actor(hp.widths, hp.act_dim)
-    term = wmod.terminal_fn_for(hp.env)
 
     @jax.jit
     def run(actor_p, wm, data, key):
+        model = dynamics_fn(hp, wm)
         k0, k1 = jax.random.split(key)
         s = data["observations"][jax.random.randint(k0, (n_states,), 0, data["size"])]
 
-        def body(carry, k):
-            s, alive = carry
+        def body(s, k):
             ka, km = jax.random.split(k)
-            a = actor.apply(actor_p, s) + noise * jax.random.normal(ka, (n_states, hp.act_dim))
-            a = jnp.clip(a, -1.0, 1.0)
-            step = lambda si, ai, ki: wmod.sample_step(hp.model_widths, wm, si, ai, ki, term)
-            nxt, _, t = jax.vmap(step)(s, a, jax.random.split(km, n_states))
-            new_alive = alive * (1.0 - t)
-            # a terminated rollout restarts at its dataset state so the buffer holds valid states
-            return (jnp.where(new_alive[:, None] > 0, nxt, s), new_alive), nxt
+            pre = actor.apply(actor_p, s, pre_tanh=True)
+            a = jnp.tanh(pre + noise * jax.random.normal(ka, (n_states, hp.act_dim)))
+            nxt, _, _ = jax.vmap(model)(s, a, jax.random.split(km, n_states))
+            return nxt, s
 
-        _, states = jax.lax.scan(body, (s, jnp.ones(n_states)), jax.random.split(k1, length))
+        _, states = jax.lax.scan(body, s, jax.random.split(k1, length))
         return states.reshape(-1, s.shape[-1])
 
     return run

@@ -15,13 +15,16 @@ from .data import sample
 from .leq import expectile_loss
 from .networks import Actor, Critic, Value
 
-# name -> (tau, beta, target, actor objective); None means "the config's value".
+# name -> (tau, beta, target, actor objective, dynamics); None means "the config's value";
+# dynamics "model" = the fitted ensemble, "true" = the maze's own step (the oracle).
 VARIANTS = {
-    "LEQ": (None, None, "lambda", "dpg"),
-    "LEQ-tau0.5": (0.5, None, "lambda", "dpg"),
-    "LEQ-onestep": (None, None, "onestep", "dpg"),
+    "LEQ": (None, None, "lambda", "dpg", "model"),
+    "LEQ-tau0.5": (0.5, None, "lambda", "dpg", "model"),
+    "LEQ-onestep": (None, None, "onestep", "dpg", "model"),
     # MOPO/MOBILE-style: one-step targets, tau 0.5 (plain TD), beta 0.95, actor max Q(s, pi(s))
-    "MB-onestep": ("mb_tau", "mb_beta", "onestep", "q"),
+    "MB-onestep": ("mb_tau", "mb_beta", "onestep", "q", "model"),
+    # the upper bound: LEQ imagining with the true maze dynamics instead of the learned model
+    "LEQ-oracle": (None, None, "lambda", "dpg", "true"),
 }
 
 

@@ -15,8 +15,15 @@ import jax.numpy as jnp
 from tqdm import tqdm
 
 from . import agents, baselines, workers
-from .config import Config, validate
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .config import DATA_VARIANTS, Config, validate
+from .results import (
+    atomic_write_json,
+    claim,
+    paired_interval,
+    results_document,
+    save_figure,
+    summarize,
+)
 from .train import (
     as_arrays,
     fit_world_model,
@@ -45,6 +52,88 @@ def compare(values: dict[str, float], passes: bool) -> tuple[bool, str]:
     return bool(passes), ""
 
 
+# Per-run diagnostics (leq.diagnostics, leq.train) summarised over seeds in the results file.
+DIAGNOSTICS = (
+    "data_blocked_fraction", "model_holdout_err", "model_err_free", "model_err_blocked",
+    "imagined_wall_frac_start", "imagined_goal_rate_start", "imagined_steps_start",
+    "bc_success_rate", "final_q_model",
+)  # fmt: skip
+FLOOR = "bc_success_rate"  # LEQ's actor after BC, before any LEQ update: the negative control
+
+
+def gap_check(a: list[float], b: list[float], kind: str) -> tuple[bool, str, dict]:
+    """The threshold test of a maze claim on paired per-seed success rates a (LEQ) and b.
+
+    kind "beats": mean(a - b) >= GAP_OVER_ONESTEP and the 95 % t interval of a - b above 0;
+    fails when the paired gap is smaller or its interval reaches 0.
+    kind "not-worse": the interval's lower end >= -IQL_SLACK (non-inferiority); fails when the
+    data allow LEQ to trail by more than IQL_SLACK points. Neither holds without signal
+    (`compare`) or with fewer than 2 seeds (no interval)."""
+    d = paired_interval(a, b)
+    if d["lo"] is None:
+        return False, "one seed: no interval", d
+    passes = (
+        d["mean"] >= GAP_OVER_ONESTEP and d["lo"] > 0.0
+        if kind == "beats"
+        else d["lo"] >= -IQL_SLACK
+    )
+    holds, reason = compare({"a": max(a), "b": max(b)}, passes)
+    return holds, reason, d
+
+
+def _fmt(d: dict) -> str:
+    ci = "" if d["lo"] is None else f", 95% CI [{d['lo']:.1f}, {d['hi']:.1f}]"
+    return f"paired diff {d['mean']:.1f}{ci}"
+
+
+def maze_claims(cfg: Config, runs: dict, vals: dict[str, list[float]]) -> list[dict]:
+    """The two maze gates, each with its paired interval, the world model's error beside it and
+    the same check run on the negative control (the BC-initialised actor in place of LEQ)."""
+    out = []
+    beats = (
+        f"{cfg.env}: LEQ's success rate is at least {GAP_OVER_ONESTEP:.0f} points above the "
+        "one-step model-based baseline (tau 0.5, beta 0.95), paired over seeds with its 95% "
+        "interval above 0"
+    )
+    not_worse = (
+        f"{cfg.env}: LEQ's success rate is at least IQL's minus {IQL_SLACK:.0f} points (the 95% "
+        "interval of the paired difference stays above the margin)"
+    )
+    gates = [
+        ("leq-beats-onestep-mb", "MB-onestep", "beats", beats,
+         "antmaze-umaze LEQ 94.4 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0"),
+        ("leq-at-least-iql-minus-10", "IQL", "not-worse", not_worse,
+         "antmaze-umaze LEQ 94.4 vs IQL 87.5; AntMaze total 470.4 vs 378.0"),
+    ]  # fmt: skip
+    for cid, other, kind, statement, paper in gates:
+        if "LEQ" not in vals or other not in vals:
+            continue
+        holds, reason, d = gap_check(vals["LEQ"], vals[other], kind)
+        mean = lambda v: sum(v) / len(v)
+        c = claim(cid, statement, paper,
+                  f"{mean(vals['LEQ']):.1f} vs {mean(vals[other]):.1f} ({_fmt(d)})", holds, reason)  # fmt: skip
+        c["paired_difference"] = d
+        c["equal_updates"] = f"{cfg.steps} updates for every method (no tuning grid: one setting)"
+        leq_runs = [runs[(cfg.env, "LEQ", s)] for s in cfg.seeds]
+        c["world_model"] = {
+            k: mean([r[k] for r in leq_runs]) for k in DIAGNOSTICS[:4] if k in leq_runs[0]
+        }
+        if FLOOR in leq_runs[0]:
+            floor = [r[FLOOR] for r in leq_runs]
+            nc_holds, nc_reason, nc_d = gap_check(floor, vals[other], kind)
+            c["negative_control"] = {
+                "method": "LEQ's actor after BC, before any LEQ update (the same check)",
+                "ours": f"{mean(floor):.1f} vs {mean(vals[other]):.1f} ({_fmt(nc_d)})",
+                "holds": nc_holds,
+                "fails_as_expected": not nc_holds,
+                **({"reason": nc_reason} if nc_reason else {}),
+            }
+            if nc_holds and c["holds"]:  # the check cannot tell LEQ's updates from none
+                c["holds"], c["reason"] = False, "the negative control passes the same check"
+        out.append(c)
+    return out
+
+
 # Relative cost of one training run (a LEQ-style run = 1), for the order of the schedule.
 RUN_COST = {"IQL": 0.1, "MB-onestep": 0.8}
 PERF = ("perf", "", "", -1)  # the speed measurement, run as one job of the schedule
@@ -53,6 +142,7 @@ PERF = ("perf", "", "", -1)  # the speed measurement, run as one job of the sche
 def compile_group(env: str, method: str) -> tuple:
     """Runs in one group share their compiled update function (LEQ and LEQ-tau0.5 differ only
     in the traced tau)."""
+    method = DATA_VARIANTS.get(method, (method,))[0]
     return (env, "IQL") if method == "IQL" else (env, *baselines.VARIANTS[method][2:])
 
 
@@ -199,34 +289,12 @@ def run_bench(cfg: Config) -> dict:
         metrics.setdefault(name, {})[f"{cfg.env}_success_rate"] = summarize(v)
     for name, v in dense_vals.items():
         metrics.setdefault(name, {})[f"{cfg.dense_env}_normalized_return"] = summarize(v)
-    claims = []
-    mean = {m: metrics[m][f"{cfg.env}_success_rate"]["mean"] for m in maze_vals}
-    if "LEQ" in mean and "MB-onestep" in mean:
-        claims.append(
-            claim(
-                "leq-beats-onestep-mb",
-                f"{cfg.env}: LEQ's success rate is at least {GAP_OVER_ONESTEP:.0f} points above "
-                "the one-step model-based baseline (tau 0.5, beta 0.95)",
-                "antmaze-umaze LEQ 94.4 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0",
-                f"{mean['LEQ']:.1f} vs {mean['MB-onestep']:.1f}",
-                *compare(
-                    {m: mean[m] for m in ("LEQ", "MB-onestep")},
-                    mean["LEQ"] - mean["MB-onestep"] >= GAP_OVER_ONESTEP,
-                ),
-            )
-        )
-    if "LEQ" in mean and "IQL" in mean:
-        claims.append(
-            claim(
-                "leq-at-least-iql-minus-10",
-                f"{cfg.env}: LEQ's success rate is at least IQL's minus {IQL_SLACK:.0f} points",
-                "antmaze-umaze LEQ 94.4 vs IQL 87.5; AntMaze total 470.4 vs 378.0",
-                f"{mean['LEQ']:.1f} vs {mean['IQL']:.1f}",
-                *compare(
-                    {m: mean[m] for m in ("LEQ", "IQL")}, mean["LEQ"] >= mean["IQL"] - IQL_SLACK
-                ),
-            )
-        )
+    claims = maze_claims(cfg, runs, maze_vals)
+    for name in maze_vals:
+        for key in DIAGNOSTICS:
+            vals = [runs[(cfg.env, name, s)].get(key) for s in cfg.seeds]
+            if all(v is not None for v in vals):
+                metrics[name][f"{cfg.env}_{key}"] = summarize(vals)
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
         cfg.device, perf,

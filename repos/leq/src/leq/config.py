@@ -10,7 +10,11 @@ from __future__ import annotations
 import dataclasses
 
 ENVS = ("umaze", "medium", "large", "pendulum")
-METHODS = ("LEQ", "IQL", "MB-onestep", "LEQ-tau0.5", "LEQ-onestep")
+METHODS = ("LEQ", "IQL", "MB-onestep", "LEQ-tau0.5", "LEQ-onestep", "LEQ-noblocked", "LEQ-oracle")
+QUICK_METHODS = METHODS[:-1]  # the oracle (true maze dynamics) is run on request: +3 LEQ runs
+# Runs that change the data, not the agent: name -> (method, Config overrides). LEQ-noblocked
+# trains LEQ on the waypoint controller's data alone, which never runs into a wall (issue 29).
+DATA_VARIANTS = {"LEQ-noblocked": ("LEQ", {"explore_prob": 0.0})}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +38,10 @@ class Config:
     quiet: bool = False
     """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     method: str = "LEQ"
-    """Method that `train` runs: LEQ, IQL, MB-onestep, LEQ-tau0.5 or LEQ-onestep."""
-    methods: tuple[str, ...] = METHODS
+    """Method that `train` runs: LEQ, IQL, MB-onestep, LEQ-tau0.5, LEQ-onestep, LEQ-noblocked
+    (LEQ on maze data without random segments, explore_prob 0) or LEQ-oracle (LEQ imagining
+    with the true maze dynamics)."""
+    methods: tuple[str, ...] = QUICK_METHODS
     """Methods the benchmark runs on the maze."""
     dense_methods: tuple[str, ...] = ("LEQ", "IQL")
     """Methods the benchmark runs on the dense-reward task (Pendulum)."""
@@ -104,8 +110,12 @@ class Config:
     """Length of expansion rollouts with the stochastic policy (paper: 5)."""
     rollout_retain: int = 5
     """Expansions kept in the model buffer (paper: 5)."""
-    policy_std: float = 0.2
-    """Std of the exploration noise of the stochastic policy in expansion rollouts."""
+    policy_std: float = 1.0
+    """Std of the expansion policy's Gaussian noise, added before the tanh (official: 1.0)."""
+    explore_prob: float = 0.05
+    """Maze data: per-step probability of starting a random-action segment (0: pure controller)."""
+    explore_len: int = 10
+    """Maze data: steps one random action of a segment is held (so the agent reaches walls)."""
     mb_tau: float = 0.5
     """Expectile of the one-step model-based baseline (MOPO/MOBILE style: 0.5)."""
     mb_beta: float = 0.95
@@ -198,6 +208,11 @@ def validate(cfg: Config) -> Config:
         )
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
+    if not 0.0 <= cfg.explore_prob <= 1.0 or cfg.explore_len < 1:
+        raise ValueError(
+            f"need explore_prob in [0, 1] and explore_len >= 1, got {cfg.explore_prob}, "
+            f"{cfg.explore_len}"
+        )
     if cfg.threads < 1 or cfg.workers < 1:
         raise ValueError(f"threads and workers must be >= 1, got {cfg.threads}, {cfg.workers}")
     return cfg

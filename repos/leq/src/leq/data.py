@@ -1,7 +1,9 @@
 """Offline datasets: deterministic generators and a Minari reader/writer.
 
-Maze data comes from a noisy BFS-waypoint controller; no episode starts in the eval start cell,
-so reaching the eval goal from the start needs stitching. Pendulum "medium-replay" data mixes
+Maze data comes from a noisy BFS-waypoint controller interrupted by random-action segments (held
+for a few steps, so that the agent runs into walls: a model fitted to data without a single
+blocked move has no reason to predict walls); no episode starts in the eval start cell, so
+reaching the eval goal from the start needs stitching. Pendulum "medium-replay" data mixes
 random actions with a noisy energy-shaping controller. Datasets are written and read in the
 Minari format, so a user's own local Minari datasets (for instance D4RL conversions) load through
 the same `load_minari`.
@@ -83,8 +85,21 @@ def sample(arrays: dict, key: jax.Array, batch: int) -> dict:
     return {k: v[idx] for k, v in arrays.items() if k != "size"}
 
 
-def maze_dataset(name: str, kind: str, n_transitions: int, episode_len: int, seed: int) -> Dataset:
-    """Noisy waypoint-controller data ("play": hand-picked cells, "diverse": any cell)."""
+def maze_dataset(
+    name: str,
+    kind: str,
+    n_transitions: int,
+    episode_len: int,
+    seed: int,
+    explore: tuple[float, int] = (0.0, 1),
+) -> Dataset:
+    """Noisy waypoint-controller data ("play": hand-picked cells, "diverse": any cell).
+
+    explore = (p, k): at each step outside a segment, with probability p the behaviour starts a
+    random-action segment: one uniform action in [-1, 1]^2 held for k steps (p = 0: none)."""
+    prob, seg_len = explore
+    if not 0.0 <= prob <= 1.0 or seg_len < 1:
+        raise ValueError(f"explore must be (p in [0, 1], k >= 1), got {explore}")
     m = mz.make_maze(name)
     cells = m.free_cells
     start_cell = np.round(m.start[::-1]).astype(int)
@@ -108,19 +123,24 @@ def maze_dataset(name: str, kind: str, n_transitions: int, episode_len: int, see
     obs0 = jnp.concatenate([xy0, jnp.zeros_like(xy0)], axis=1)
     tgt0 = jnp.asarray(targets)[jax.random.randint(k2, (n_ep,), 0, len(targets))]
     keys = jax.random.split(jax.random.PRNGKey(seed + 1), n_ep)
-    out = _maze_episodes(tables, obs0, tgt0, keys, noise, episode_len, len(targets))
+    explore_args = (jnp.float32(prob), jnp.int32(seg_len))
+    out = _maze_episodes(tables, obs0, tgt0, keys, noise, explore_args, episode_len, len(targets))
     obs, act, rew, nxt, term = (np.asarray(a) for a in out)
     return _cut_at_terminals(obs, act, rew, nxt, term)
 
 
-@functools.partial(jax.jit, static_argnums=(5, 6))
-def _maze_episodes(tables, obs0, tgt0, keys, noise, length, n_targets):
+@functools.partial(jax.jit, static_argnums=(6, 7))
+def _maze_episodes(tables, obs0, tgt0, keys, noise, explore, length, n_targets):
     walls, goal, index, next_cell, cells, targets = tables
+    prob, seg_len = explore
 
     def one(obs, tgt, key):
         def body(carry, k):
-            obs, tgt = carry
-            ka, kt = jax.random.split(k)
+            obs, tgt, left, a_seg = carry
+            ka, kt, ks, kr = jax.random.split(k, 4)
+            start = (left == 0) & (jax.random.uniform(ks) < prob)
+            a_seg = jnp.where(start, jax.random.uniform(kr, (2,), minval=-1.0, maxval=1.0), a_seg)
+            left = jnp.where(start, seg_len, left)
             here = mz.cell_of(walls, obs[:2])
             nxt_cell = next_cell[tgt, index[here[0], here[1]]]
             waypoint = cells[nxt_cell][::-1].astype(jnp.float32)
@@ -128,12 +148,14 @@ def _maze_episodes(tables, obs0, tgt0, keys, noise, length, n_targets):
             a = jnp.clip(
                 10.0 * (v_des - mz.DAMPING * obs[2:]) + noise * jax.random.normal(ka, (2,)), -1, 1
             )
+            a = jnp.where(left > 0, a_seg, a)
             nobs, r, d = mz.step(walls, goal, obs, a)
             reached = jnp.linalg.norm(nobs[:2] - cells[tgt][::-1]) < 0.4
             tgt = jnp.where(reached, targets[jax.random.randint(kt, (), 0, n_targets)], tgt)
-            return (nobs, tgt), (obs, a, r, nobs, d)
+            return (nobs, tgt, jnp.maximum(left - 1, 0), a_seg), (obs, a, r, nobs, d)
 
-        _, traj = jax.lax.scan(body, (obs, tgt), jax.random.split(key, length))
+        init = (obs, tgt, jnp.int32(0), jnp.zeros(2))
+        _, traj = jax.lax.scan(body, init, jax.random.split(key, length))
         return traj
 
     return jax.vmap(one)(obs0, tgt0, keys)
@@ -174,10 +196,23 @@ def pendulum_dataset(n_transitions: int, seed: int) -> Dataset:
     return _cut_at_terminals(obs, act, rew, nxt, term)
 
 
-def make_dataset(env: str, kind: str, n_transitions: int, episode_len: int, seed: int) -> Dataset:
+def make_dataset(
+    env: str,
+    kind: str,
+    n_transitions: int,
+    episode_len: int,
+    seed: int,
+    explore: tuple[float, int] = (0.0, 1),
+) -> Dataset:
     if env == "pendulum":
         return pendulum_dataset(n_transitions, seed)
-    return maze_dataset(env, kind, n_transitions, episode_len, seed)
+    return maze_dataset(env, kind, n_transitions, episode_len, seed, explore)
+
+
+def blocked_fraction(ds: Dataset, env: str) -> float:
+    """Fraction of the dataset's transitions that run into a wall of maze `env`."""
+    walls = mz.make_maze(env).walls
+    return float(mz.blocked(walls, jnp.asarray(ds.observations), jnp.asarray(ds.actions)).mean())
 
 
 def _episode_bounds(ds: Dataset) -> list[tuple[int, int]]:

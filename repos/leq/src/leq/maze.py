@@ -106,8 +106,11 @@ def at_goal(goal: jnp.ndarray, obs: jnp.ndarray) -> jnp.ndarray:
     return jnp.linalg.norm(obs[..., :2] - goal, axis=-1) < GOAL_RADIUS
 
 
-def step(walls: jnp.ndarray, goal: jnp.ndarray, obs: jnp.ndarray, action: jnp.ndarray):
-    """One transition of a single point mass: returns (next_obs, reward, terminal)."""
+def move(walls: jnp.ndarray, obs: jnp.ndarray, action: jnp.ndarray):
+    """Damped point-mass move of one state: returns (next_obs, blocked (2,) per axis).
+
+    Each axis moves separately; a move that would end in a wall cell is cancelled and that
+    axis's velocity zeroed (the agent slides along a wall and stops against it)."""
     a = jnp.clip(action, -1.0, 1.0)
     vel = DAMPING * obs[2:] + ACCEL * a
     x_try = obs[:2] + jnp.array([vel[0], 0.0])
@@ -117,9 +120,20 @@ def step(walls: jnp.ndarray, goal: jnp.ndarray, obs: jnp.ndarray, action: jnp.nd
     blocked_y = is_wall(walls, y_try)
     xy = jnp.where(blocked_y, xy, y_try)
     vel = vel * jnp.array([1.0 - blocked_x, 1.0 - blocked_y])
-    nxt = jnp.concatenate([xy, vel])
+    return jnp.concatenate([xy, vel]), jnp.stack([blocked_x, blocked_y])
+
+
+def step(walls: jnp.ndarray, goal: jnp.ndarray, obs: jnp.ndarray, action: jnp.ndarray):
+    """One transition of a single point mass: returns (next_obs, reward, terminal)."""
+    nxt, _ = move(walls, obs, action)
     done = at_goal(goal, nxt)
     return nxt, done.astype(jnp.float32) - 1.0, done.astype(jnp.float32)
+
+
+def blocked(walls, obs, action) -> jnp.ndarray:
+    """1.0 where the transition (obs, action) of a batch (n, 4), (n, 2) hits a wall."""
+    _, hit = jax.vmap(move, in_axes=(None, 0, 0))(jnp.asarray(walls), obs, action)
+    return hit.any(-1).astype(jnp.float32)
 
 
 def reset(maze: Maze, key: jax.Array, n: int) -> jnp.ndarray:

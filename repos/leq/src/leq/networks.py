@@ -1,7 +1,9 @@
 """Flax modules: actor, critic, value and the Gaussian ensemble world model.
 
-Inputs are normalised with fixed dataset statistics (the official code's input normalisation),
-kept as frozen parameters so that one compiled update serves every seed.
+Inputs are normalised with fixed dataset statistics and then passed through symlog, as in the
+official code (`value_net.Critic` / `policy.NormalTanhPolicy` with `common.MLP(use_symlog=True)`):
+the critic normalises the joint [obs, act] input, actor and value the observation. The statistics
+are frozen parameters, so that one compiled update serves every seed.
 """
 
 from __future__ import annotations
@@ -28,29 +30,34 @@ class MLP(nn.Module):
         return nn.Dense(self.out)(x)
 
 
-def _normalise(module: nn.Module, obs: jnp.ndarray) -> jnp.ndarray:
-    """Input normalisation with statistics stored as (frozen) parameters, set by `with_stats`."""
-    dim = obs.shape[-1]
+def symlog(x: jnp.ndarray) -> jnp.ndarray:
+    """sign(x) log(1 + |x|): compresses large normalised inputs (official `common.symlog`)."""
+    return jnp.sign(x) * jnp.log1p(jnp.abs(x))
+
+
+def _normalise(module: nn.Module, x: jnp.ndarray) -> jnp.ndarray:
+    """symlog((x - mean) / std), the statistics stored as (frozen) parameters set by `with_stats`."""
+    dim = x.shape[-1]
     mean = jax.lax.stop_gradient(module.param("obs_mean", nn.initializers.zeros, (dim,)))
     std = jax.lax.stop_gradient(module.param("obs_std", nn.initializers.ones, (dim,)))
-    return (obs - mean) / std
+    return symlog((x - mean) / std)
 
 
 def with_stats(params: dict, mean, std) -> dict:
-    """Copy of `params` with the dataset's observation mean and std as normalisation stats."""
+    """Copy of `params` with the dataset's input mean and std as normalisation stats."""
     inner = dict(params["params"])
     inner["obs_mean"], inner["obs_std"] = jnp.asarray(mean), jnp.asarray(std)
     return {"params": inner}
 
 
 class Critic(nn.Module):
-    """Q(s, a) with LayerNorm (a single critic, as in LEQ)."""
+    """Q(s, a) with LayerNorm (a single critic, as in LEQ); [s, a] is normalised jointly."""
 
     widths: Sequence[int]
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray, act: jnp.ndarray) -> jnp.ndarray:
-        x = jnp.concatenate([_normalise(self, obs), act], axis=-1)
+        x = _normalise(self, jnp.concatenate([obs, act], axis=-1))
         return MLP(self.widths, 1, layer_norm=True)(x)[..., 0]
 
 
@@ -65,14 +72,16 @@ class Value(nn.Module):
 
 
 class Actor(nn.Module):
-    """Deterministic tanh-mean policy; the stochastic policy adds fixed Gaussian noise."""
+    """Deterministic tanh-mean policy; the stochastic policy of the expansion rollouts is
+    tanh(mean + std * noise) with the noise added before the tanh (`pre_tanh=True` gives mean)."""
 
     widths: Sequence[int]
     act_dim: int
 
     @nn.compact
-    def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
-        return jnp.tanh(MLP(self.widths, self.act_dim)(_normalise(self, obs)))
+    def __call__(self, obs: jnp.ndarray, pre_tanh: bool = False) -> jnp.ndarray:
+        mean = MLP(self.widths, self.act_dim)(_normalise(self, obs))
+        return mean if pre_tanh else jnp.tanh(mean)
 
 
 class GaussianEnsemble(nn.Module):

@@ -47,6 +47,21 @@ def summarize(values: list[float]) -> dict[str, Any]:
     return {"mean": float(arr.mean()), "std": float(arr.std()), "values": [float(v) for v in arr]}
 
 
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def paired_interval(a: list[float], b: list[float]) -> dict[str, Any]:
+    """Paired difference a - b over the same seeds: mean and 95 % t interval (None below 2 seeds)."""
+    if len(a) != len(b) or not a:
+        raise ValueError(f"paired values need equal, non-zero lengths; got {len(a)} and {len(b)}")
+    d = np.asarray(a, float) - np.asarray(b, float)
+    out: dict[str, Any] = {"mean": float(d.mean()), "values": [float(v) for v in d]}
+    if len(d) < 2:
+        return {**out, "lo": None, "hi": None}
+    half = T_975.get(len(d) - 1, 1.96) * d.std(ddof=1) / np.sqrt(len(d))
+    return {**out, "lo": float(d.mean() - half), "hi": float(d.mean() + half)}
+
+
 def claim(
     cid: str, statement: str, paper: str, ours: str, holds: bool, reason: str = ""
 ) -> dict[str, Any]:

@@ -16,9 +16,9 @@ import numpy as np
 from flax import serialization
 from tqdm import tqdm
 
-from . import agents, baselines, data, maze, pendulum
+from . import agents, baselines, data, diagnostics, maze, pendulum
 from . import world_model as wmod
-from .config import Config, validate
+from .config import DATA_VARIANTS, Config, validate
 from .data import Dataset
 from .networks import Actor, Critic, Value, with_stats
 from .results import atomic_write_bytes, atomic_write_json
@@ -57,17 +57,18 @@ def load_data(cfg: Config) -> Dataset:
             ("minari", cfg.dataset_path, cfg.dataset_id),
             lambda: data.load_minari(cfg.dataset_path, cfg.dataset_id),
         )
-    key = ("gen", cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed)
+    explore = (cfg.explore_prob, cfg.explore_len)
+    key = ("gen", cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore)
     return _cached(
         key,
         lambda: data.make_dataset(
-            cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed
+            cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore
         ),
     )
 
 
 def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
-    key = ("wm", cfg.env, cfg.dataset, cfg.dataset_path, cfg.dataset_id, cfg.n_transitions, cfg.episode_len, cfg.seed,
+    key = ("wm", cfg.env, cfg.dataset, cfg.dataset_path, cfg.dataset_id, cfg.n_transitions, cfg.episode_len, cfg.seed, cfg.explore_prob, cfg.explore_len,
            cfg.model_members, cfg.model_elites, cfg.model_hidden, cfg.model_layers, cfg.model_steps, cfg.model_lr)  # fmt: skip
     widths = (cfg.model_hidden,) * cfg.model_layers
     return _cached(
@@ -90,24 +91,25 @@ def init_params(cfg: Config, ds: Dataset, key):
     widths = (cfg.hidden,) * cfg.layers
     obs_dim, act_dim = ds.observations.shape[1], ds.actions.shape[1]
     mean, std = ds.observations.mean(0), ds.observations.std(0) + 1e-3
+    joint = np.concatenate([ds.observations, ds.actions], axis=1)  # the critic's [s, a] input
     ka, kc, kv = jax.random.split(key, 3)
     o, a = jnp.zeros((1, obs_dim)), jnp.zeros((1, act_dim))
     actor = with_stats(Actor(widths, act_dim).init(ka, o), mean, std)
-    critic = with_stats(Critic(widths).init(kc, o, a), mean, std)
+    critic = with_stats(Critic(widths).init(kc, o, a), joint.mean(0), joint.std(0) + 1e-3)
     value = with_stats(Value(widths).init(kv, o), mean, std)
     return actor, critic, value
 
 
 def tau_beta(cfg: Config, which: str) -> tuple[float, float]:
-    tau, beta, _, _ = baselines.VARIANTS[which]
+    tau, beta, *_ = baselines.VARIANTS[which]
     tau = cfg.tau if tau is None else (getattr(cfg, tau) if isinstance(tau, str) else tau)
     return tau, cfg.beta if beta is None else getattr(cfg, beta)
 
 
 def make_hp(cfg: Config, which: str, obs_dim: int, act_dim: int) -> agents.HP:
-    _, _, target, actor_obj = baselines.VARIANTS[which]
+    _, _, target, actor_obj, dynamics = baselines.VARIANTS[which]
     return agents.HP(
-        target, actor_obj, cfg.actor_grad, cfg.gamma, cfg.lam, cfg.horizon, cfg.ema, cfg.actor_lr,
+        target, actor_obj, dynamics, cfg.actor_grad, cfg.gamma, cfg.lam, cfg.horizon, cfg.ema, cfg.actor_lr,
         cfg.critic_lr, cfg.steps, cfg.batch, (cfg.hidden,) * cfg.layers,
         (cfg.model_hidden,) * cfg.model_layers, obs_dim, act_dim, cfg.env,
     )  # fmt: skip
@@ -129,9 +131,12 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
     tau, beta = (jnp.float32(v) for v in tau_beta(cfg, which))
     k_init, k_bc, key = jax.random.split(key, 3)
     actor_p, critic_p, _ = init_params(cfg, ds, k_init)
+    diag = diagnostics.model_errors(wm, hp.model_widths, ds, cfg.env, cfg.seed)
     if cfg.bc_steps:
         bc = agents.bc_fn(hp.widths, hp.act_dim, cfg.batch, cfg.bc_steps, cfg.critic_lr)
         actor_p = bc(actor_p, d, k_bc)
+        # the floor: the BC-initialised actor before any LEQ update (a negative control)
+        diag["bc_" + main_metric(cfg)] = evaluate_actor(cfg, actor_p, hp.act_dim, k_bc)[main_metric(cfg)]  # fmt: skip
     state = agents.init_state(hp, key, actor_p, critic_p)
     expand = agents.expansion_fn(hp, cfg.rollout_states, cfg.rollout_len, cfg.policy_std)
     # ring buffer of the last `rollout_retain` expansions, fixed in shape (one compilation)
@@ -148,7 +153,13 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
             state, info = run(state, wm, d, model_obs, count, ku, tau, beta)
             bar.update(length)
             bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
-    return {"actor": state.actor, "critic": state.critic, "info": info}
+    if cfg.env in maze.LAYOUTS:
+        diag.update(diagnostics.imagination_stats(cfg, wm, state.actor, hp.act_dim, ke))
+    return {"actor": state.actor, "critic": state.critic, "info": info, "diagnostics": diag}
+
+
+def main_metric(cfg: Config) -> str:
+    return "normalized_return" if cfg.env == "pendulum" else "success_rate"
 
 
 def iql_hp(cfg: Config, act_dim: int) -> baselines.IQLHP:
@@ -198,11 +209,14 @@ def train_and_evaluate(
     """
     validate(cfg)
     which = which or cfg.method
-    if which not in baselines.VARIANTS and which != "IQL":
+    if which not in baselines.VARIANTS and which != "IQL" and which not in DATA_VARIANTS:
         raise ValueError(f"unknown method {which!r}")
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    base, overrides = DATA_VARIANTS.get(which, (which, {}))
+    cfg = dataclasses.replace(cfg, **overrides)
     atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
+    which = base
     ds = load_data(cfg)
     if not cfg.dataset_path and cfg.env != "pendulum" and ds.observations.shape[1] != 4:
         raise ValueError("maze data must have 4-D observations")
@@ -215,7 +229,10 @@ def train_and_evaluate(
     )
     metrics = evaluate_actor(cfg, out["actor"], ds.actions.shape[1], k_eval)
     metrics.update({f"final_{k}": float(v) for k, v in out["info"].items()})
+    metrics.update(out.get("diagnostics", {}))
     metrics["dataset_transitions"] = float(len(ds.rewards))
+    if cfg.env in maze.LAYOUTS and ds.observations.shape[1] == 4:
+        metrics["data_blocked_fraction"] = data.blocked_fraction(ds, cfg.env)
     blob = serialization.to_bytes({"actor": out["actor"], "critic": out["critic"]})
     atomic_write_bytes(workdir / "checkpoint.msgpack", blob)
     atomic_write_json(workdir / "metrics.json", metrics)

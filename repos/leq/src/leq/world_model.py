@@ -68,6 +68,13 @@ def _train_chunk(members: int, widths: tuple[int, ...], obs_dim: int, batch: int
     return init, run, holdout_mse
 
 
+def holdout_split(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(held-out rows, training rows) of a dataset of n rows: 10 % held out, at most 1000."""
+    perm = np.random.default_rng(seed).permutation(n)
+    n_hold = max(1, min(1000, n // 10))
+    return perm[:n_hold], perm[n_hold:]
+
+
 def fit(
     ds: Dataset,
     members: int,
@@ -86,9 +93,7 @@ def fit(
     """
     x = np.concatenate([ds.observations, ds.actions], axis=1)
     y = np.concatenate([ds.next_observations - ds.observations, ds.rewards[:, None]], axis=1)
-    perm = np.random.default_rng(seed).permutation(len(x))
-    n_hold = max(1, min(1000, len(x) // 10))
-    hold, train = perm[:n_hold], perm[n_hold:]
+    hold, train = holdout_split(len(x), seed)
     in_mean, in_std = x[train].mean(0), x[train].std(0) + 1e-6
     out_mean, out_std = y[train].mean(0), y[train].std(0) + 1e-6
     xn, yn = (x - in_mean) / in_std, (y - out_mean) / out_std
@@ -131,6 +136,16 @@ def sample_step(widths, wm: WorldModel, obs, act, key, terminal_fn):
     out = out + wm.out_mean
     nxt = obs + out[..., :-1]
     return nxt, out[..., -1], terminal_fn(nxt)
+
+
+def mean_next_state(widths, wm: WorldModel, obs, act) -> jnp.ndarray:
+    """The elites' average predicted mean next state for a batch (n, obs_dim), (n, act_dim)."""
+    x = (jnp.concatenate([obs, act], axis=-1) - wm.in_mean) / wm.in_std
+    net = MLP(tuple(widths), 2 * wm.out_mean.shape[-1])
+    elites = jax.tree_util.tree_map(lambda w: w[wm.elites], wm.params["params"]["members"])
+    every = jax.vmap(lambda member: net.apply({"params": member}, x))(elites)
+    mean = every[..., : wm.out_mean.shape[-1]].mean(0) * wm.out_std + wm.out_mean
+    return obs + mean[..., :-1]
 
 
 def terminal_fn_for(env: str):
