@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import SHRINK
 
-from flora.bench import run_bench
+from flora.bench import NAMES, run_bench, transfer_figure
 from flora.claims import SHUFFLED, above_at_every_budget, comparison_claim, paired
 from flora.config import PRESETS
 
@@ -30,6 +30,16 @@ def test_bench_writes_schema_tuning_claims_performance_and_figures(tiny):
         and "vit_r4_mean_acc" not in doc["metrics"]["FLoRA-flat"]
     )
     assert doc["tuning"]["chosen"]["cnn"]["r4"]["lora"]["grid"][0][:2] == [3e-3, 1.0]
+    budget = doc["budget"]["per_budget"]
+    assert "nearest" in doc["budget"]["rule"] and set(budget) == {"cnn", "vit"}
+    for backbone, row in ((b, budget[b]["r4"]) for b in budget):
+        assert set(row) == {n for n in names if n != "FLoRA-flat" and n != "LoCon-Tucker"} | (
+            {"FLoRA-flat", "LoCon-Tucker"} if backbone == "cnn" else set())  # fmt: skip
+        assert row["LoRA"]["ratio_to_lora"] == 1.0 and row["FLoRA"]["rank"] == 4
+        for name in ("FLoRA", "DoRA"):
+            key = f"{backbone}_r4_trainable"
+            assert row[name]["trainable"] == doc["metrics"][name][key]["mean"]
+            assert 0.85 < row[name]["ratio_to_lora"] < 1.15
     ids = [c["id"] for c in doc["claims"]]
     assert ids == ["cnn-flora-beats-lora", "cnn-flora-beats-dora", "cnn-structure-beats-flat",
                    "cnn-flora-near-full-ft", "vit-linear-flora-not-worse"]  # fmt: skip
@@ -80,3 +90,32 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
     assert len(doc["metrics"]["FLoRA"]["cnn_r2_mean_acc"]["values"]) == 2
     assert sorted(f.name for f in (tmp_path / "res" / "figures").iterdir()) == [
         "paper-structure.png", "paper-transfer.png"]  # fmt: skip
+
+
+def test_transfer_figure_keeps_each_methods_colour_and_names_it_once():
+    """The ViT panel lacks FLoRA-flat and LoCon-Tucker: colours must still follow the method, and
+    the one legend must name every plotted method once."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cnn = [*NAMES.values(), SHUFFLED]
+    vit = [n for n in cnn if n not in ("FLoRA-flat", "LoCon-Tucker")]
+    results = {"cnn": {2: {n: [50.0] for n in cnn}, 4: {n: [60.0] for n in cnn}},
+               "vit": {2: {n: [40.0] for n in vit}, 4: {n: [45.0] for n in vit}}}  # fmt: skip
+    metrics = {n: {f"{b}_r{r}_trainable": {"mean": 100.0 * r} for b in results for r in (2, 4)}
+               for n in cnn}  # fmt: skip
+    fig = transfer_figure(metrics, results)
+    colours: dict = {}
+    for ax in fig.axes:
+        for line in ax.get_lines():
+            colours.setdefault(line.get_label(), set()).add(
+                matplotlib.colors.to_hex(line.get_color())
+            )
+    assert set(colours) == set(cnn) and all(len(c) == 1 for c in colours.values())
+    assert len({c.pop() for c in colours.values()}) == len(cnn)  # no two methods share a colour
+    (legend,) = fig.legends
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert sorted(labels) == sorted(cnn) and len(labels) == len(set(labels))
+    plt.close(fig)

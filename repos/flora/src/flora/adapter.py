@@ -64,18 +64,26 @@ def lora_param_count(shape: Sequence[int], rank: int) -> int:
     return rank * (math.prod(shape[1:]) + shape[0])
 
 
-def ranks_within_lora_budget(lora_rank: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
-    """A rank rule for whole models: full rank on kernel modes, and the largest channel rank r
-    (clipped to each mode's size, so a depthwise conv gets 1 on its in/groups mode) whose FLoRA
-    parameter count stays within what LoRA of rank `lora_rank` spends on the same weight."""
+def nearest_to_budget(counts: dict[int, int], budget: int) -> int:
+    """The rank whose trainable count is nearest to `budget`; a tie goes to the smaller rank."""
+    return min(counts, key=lambda r: (abs(counts[r] - budget), r))
+
+
+def ranks_near_lora_budget(lora_rank: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
+    """A rank rule for whole models: full rank on kernel modes, and the channel rank r (clipped to
+    each mode's size, so a depthwise conv gets 1 on its in/groups mode) whose FLoRA parameter
+    count is nearest to what LoRA of rank `lora_rank` spends on the same weight (ties: smaller r).
+    A "largest r within the budget" rule would leave linear layers at r - 1 (the r x r core)."""
+
+    def channel_ranks(shape: tuple[int, ...], r: int) -> tuple[int, ...]:
+        return (min(r, shape[0]), min(r, shape[1]), *shape[2:])
 
     def rule(shape: tuple[int, ...]) -> tuple[int, ...]:
-        budget, best = lora_param_count(shape, lora_rank), None
-        for r in range(1, max(shape[0], shape[1]) + 1):
-            ranks = (min(r, shape[0]), min(r, shape[1]), *shape[2:])
-            if best is None or flora_param_count(shape, ranks) <= budget:
-                best = ranks
-        return best
+        counts = {
+            r: flora_param_count(shape, channel_ranks(shape, r))
+            for r in range(1, max(shape[0], shape[1]) + 1)
+        }
+        return channel_ranks(shape, nearest_to_budget(counts, lora_param_count(shape, lora_rank)))
 
     return rule
 

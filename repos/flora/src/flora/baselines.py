@@ -1,6 +1,6 @@
 """Comparison methods with one interface: `prepare(method, model, ...)` returns the model to train
-with exactly the method's parameters trainable, and `rank_for_budget` gives every method the
-largest rank whose trainable count stays within LoRA's at a given rank (equal budget).
+with exactly the method's parameters trainable, and `rank_for_budget` gives every method the rank
+whose trainable count is nearest to LoRA's at a given rank, ties to the smaller (equal budget).
 
 LoRA (LoCon form for convolutions), DoRA (`use_dora=True`), LoHa and LoKr come from peft; LoCon
 with a Tucker middle conv (`use_tucker=True`, the closest prior art) from LyCORIS (lycoris-lora).
@@ -16,7 +16,7 @@ import warnings
 
 from torch import nn
 
-from .adapter import apply_flora, ranks_within_lora_budget
+from .adapter import apply_flora, nearest_to_budget, ranks_near_lora_budget
 
 PEFT_METHODS = ("lora", "dora", "loha", "lokr")
 ADAPTERS = ("flora", "flora_flat", "lora", "dora", "locon_tucker", "loha", "lokr")
@@ -73,7 +73,7 @@ def prepare(
     if method in PEFT_METHODS:
         return peft_wrap(model, method, pattern, rank, scale * rank, head)
     if method in ("flora", "flora_flat"):
-        apply_flora(model, pattern, ranks_within_lora_budget(rank), scale, flat=method != "flora")
+        apply_flora(model, pattern, ranks_near_lora_budget(rank), scale, flat=method != "flora")
     elif method == "locon_tucker":
         apply_locon_tucker(model, pattern, rank, scale * rank)
     elif method == "full":
@@ -94,18 +94,19 @@ def trainable_count(model: nn.Module) -> int:
 
 
 def rank_for_budget(method: str, model: nn.Module, pattern: str, head: str, lora_rank: int) -> int:
-    """The rank at which `method` spends the most trainable parameters without exceeding LoRA's
-    count at `lora_rank`. FLoRA's own rule already matches LoRA layer by layer, and DoRA keeps
-    LoRA's rank (its one magnitude per output channel is the method, as DoRA and FLoRA compare it).
+    """The rank at which `method`'s trainable count is nearest to LoRA's at `lora_rank` (ties: the
+    smaller rank; the same rule FLoRA and FLoRA-flat apply layer by layer, so they get `lora_rank`
+    back). Counts grow with the rank, so the search stops at the first rank above the budget.
     """
-    if method in ("flora", "flora_flat", "lora", "dora") or method in NO_RANK:
+    if method in ("flora", "flora_flat", "lora") or method in NO_RANK:
         return lora_rank
 
     def count(m: str, r: int) -> int:
         return trainable_count(prepare(m, copy.deepcopy(model), pattern, head, r, 1.0))
 
-    budget = count("lora", lora_rank)
-    fits = {r: n for r in range(1, 4 * lora_rank + 1) if (n := count(method, r)) <= budget}
-    if not fits:
-        raise ValueError(f"{method} at rank 1 exceeds LoRA's budget at rank {lora_rank}")
-    return max(fits, key=lambda r: (fits[r], -r))
+    budget, counts = count("lora", lora_rank), {}
+    for r in range(1, 4 * lora_rank + 1):
+        counts[r] = count(method, r)
+        if counts[r] > budget:
+            break
+    return nearest_to_budget(counts, budget)

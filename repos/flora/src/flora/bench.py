@@ -85,11 +85,26 @@ def run_cell(cfg: Config, backbone: str, rank: int, tuned: dict) -> tuple[dict, 
     return cell, chosen
 
 
-def run_transfer_bench(cfg: Config) -> tuple[dict, dict, dict]:
-    """(per-seed mean test accuracy [backbone][rank][name], metric lists [name][key], tuning)."""
+def budget_row(cell: dict, backbone: str) -> dict:
+    """Each method's rank and trainable count at one budget, and its ratio to LoRA's count."""
+    lora = cell[NAMES["lora"]][0][f"{backbone}_trainable"]
+    return {
+        name: {
+            "rank": int(runs[0][f"{backbone}_rank"]),
+            "trainable": int(runs[0][f"{backbone}_trainable"]),
+            "ratio_to_lora": round(runs[0][f"{backbone}_trainable"] / lora, 4),
+        }
+        for name, runs in cell.items()
+    }
+
+
+def run_transfer_bench(cfg: Config) -> tuple[dict, dict, dict, dict]:
+    """(per-seed mean test accuracy [backbone][rank][name], metric lists [name][key], tuning,
+    budget rows [backbone][r<rank>][name])."""
     results: dict = {}
     per_method: dict[str, dict[str, list[float]]] = {}
     tuning: dict = {}
+    budget: dict = {}
     for backbone in cfg.backbones:
         ranks = sorted(cfg.budget_ranks, key=lambda r: r != cfg.tune_rank)  # the tuned one first
         tuned: dict = {}
@@ -98,6 +113,7 @@ def run_transfer_bench(cfg: Config) -> tuple[dict, dict, dict]:
             if cfg.tune_rank:
                 tuned = chosen
             tuning.setdefault(backbone, {})[f"r{rank}"] = chosen
+            budget.setdefault(backbone, {})[f"r{rank}"] = budget_row(cell, backbone)
             results.setdefault(backbone, {})[rank] = {
                 name: [m[f"{backbone}_mean_acc"] for m in runs] for name, runs in cell.items()
             }
@@ -107,7 +123,8 @@ def run_transfer_bench(cfg: Config) -> tuple[dict, dict, dict]:
                         key = f"{backbone}_r{rank}_{k.removeprefix(backbone + '_')}"
                         per_method.setdefault(name, {}).setdefault(key, []).append(v)
         results[backbone] = dict(sorted(results[backbone].items()))
-    return results, per_method, tuning
+        budget[backbone] = dict(sorted(budget[backbone].items(), key=lambda kv: int(kv[0][1:])))
+    return results, per_method, tuning, budget
 
 
 def run_structure_bench(cfg: Config, per_method: dict) -> None:
@@ -124,7 +141,7 @@ def run_bench(cfg: Config) -> dict:
     validate(cfg)
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
-    results, per_method, tuning = run_transfer_bench(cfg)
+    results, per_method, tuning, budget = run_transfer_bench(cfg)
     run_structure_bench(cfg, per_method)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     conv = next(b for b in cfg.backbones if b not in LINEAR_ONLY)
@@ -139,8 +156,19 @@ def run_bench(cfg: Config) -> dict:
     doc["tuning"] = {"lr_grid": list(cfg.lr_grid), "scale_grid": list(cfg.scale_grid),
                      "split": "validation (a quarter of each task's train split), first seed",
                      "chosen": tuning}  # fmt: skip
+    doc["budget"] = {"rule": "each method's rank (FLoRA, FLoRA-flat: each layer's channel rank) "
+                             "whose trainable count is nearest to LoRA's at the budget's rank; "
+                             "ties to the smaller rank", "per_budget": budget}  # fmt: skip
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc
+
+
+def method_styles() -> dict[str, dict]:
+    """One colour per method, the same in every panel and figure; the shuffled-label control is a
+    dashed black line rather than another colour."""
+    styles = {NAMES[m]: {"color": f"C{i}"} for i, m in enumerate(METHODS)}
+    styles[SHUFFLED] = {"color": "black", "ls": "--"}
+    return styles
 
 
 def figures(metrics: dict, results: dict, cfg: Config) -> None:
@@ -149,6 +177,7 @@ def figures(metrics: dict, results: dict, cfg: Config) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    styles = method_styles()
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, target in zip(axes, ("tucker", "matrix")):
@@ -158,7 +187,7 @@ def figures(metrics: dict, results: dict, cfg: Config) -> None:
             ys = [
                 max(d[f"structure_{target}_relerr_r{r}"]["mean"], 1e-6) for r in cfg.struct_levels
             ]
-            ax.plot(xs, ys, "o-", label=NAMES[m])
+            ax.plot(xs, ys, "o-", label=NAMES[m], **styles[NAMES[m]])
         ax.axhline(cfg.struct_tol, color="grey", ls="--", lw=0.8)
         ax.set(xscale="log", yscale="log", xlabel="trainable parameters", title=f"{target} target")
     axes[0].set_ylabel("relative error ||dW - dW*|| / ||dW*||")
@@ -166,14 +195,30 @@ def figures(metrics: dict, results: dict, cfg: Config) -> None:
     save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}structure.png")
     plt.close(fig)
 
+    fig = transfer_figure(metrics, results)
+    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}transfer.png")
+    plt.close(fig)
+
+
+def transfer_figure(metrics: dict, results: dict):
+    """Accuracy against trainable parameters, one panel per backbone; one legend for the figure
+    that names each plotted method once, in the colour it has in every panel."""
+    import matplotlib.pyplot as plt
+
+    styles = method_styles()
     fig, axes = plt.subplots(1, len(results), figsize=(5.5 * len(results), 4), squeeze=False)
+    handles: dict = {}
     for ax, (backbone, cells) in zip(axes[0], results.items()):
         for name in next(iter(cells.values())):
             xs = [metrics[name][f"{backbone}_r{r}_trainable"]["mean"] for r in cells]
             ys = [float(np.mean(cells[r][name])) for r in cells]
-            ax.plot(xs, ys, "o-" if len(xs) > 1 else "o", label=name)
+            style = {"marker": "o", "ls": "-", **styles[name]}
+            if len(xs) == 1:
+                style["ls"] = "none"
+            (line,) = ax.plot(xs, ys, label=name, **style)
+            handles.setdefault(name, line)
         ax.set(xscale="log", xlabel="trainable parameters", ylabel="mean test accuracy (%)",
                title=f"{backbone} (tuned, mean over seeds and tasks)")  # fmt: skip
-    axes[0][0].legend(fontsize=7)
-    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}transfer.png")
-    plt.close(fig)
+    fig.legend(list(handles.values()), list(handles), loc="center left",
+               bbox_to_anchor=(1.0, 0.5), fontsize=7)  # fmt: skip
+    return fig

@@ -73,7 +73,7 @@ class Config:
     """Transfer task: Adam learning rate of `train` (the benchmark tunes it on lr_grid)."""
     lora_rank: int = 4
     """Transfer task: LoRA rank that sets the budget of `train`; every other adapter gets the
-    largest rank within LoRA's trainable count (FLoRA: layer by layer)."""
+    rank whose trainable count is nearest to LoRA's, ties to the smaller (FLoRA: layer by layer)."""
     scale: float = 2.0
     """Adapter scale of `train`: FLoRA's s, alpha / r for LoRA, DoRA, LoCon, LoHa and LoKr."""
     budget_ranks: tuple[int, ...] = (4,)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from .adapter import apply_flora, ranks_within_lora_budget, set_merged, tucker_delta
+from .adapter import apply_flora, ranks_near_lora_budget, set_merged, tucker_delta
 from .baselines import peft_wrap
 from .config import Config
 from .models import ADAPTED, SmallCNN
@@ -48,7 +48,7 @@ def performance(cfg: Config) -> list[dict]:
     base = SmallCNN().to(cfg.device).eval()
     x = torch.randn(256, 1, cfg.image_size, cfg.image_size, device=cfg.device)
     flora = copy.deepcopy(base)
-    apply_flora(flora, ADAPTED["cnn"], ranks_within_lora_budget(cfg.lora_rank), cfg.scale)
+    apply_flora(flora, ADAPTED["cnn"], ranks_near_lora_budget(cfg.lora_rank), cfg.scale)
     alpha = cfg.scale * cfg.lora_rank
     lora = peft_wrap(copy.deepcopy(base), "lora", ADAPTED["cnn"], cfg.lora_rank, alpha, None).eval()
     t_flora, t_lora = median_seconds(lambda: flora(x)), median_seconds(lambda: lora(x))
