@@ -27,6 +27,11 @@ TINY = {
     "eval_episodes": 2,
     "ablation_sizes": (1, 2, 4),
     "ablation_demos": 2,
+    "mw_train_tasks": 2,
+    "mw_train_demos": 2,
+    "mw_demo_counts": (1, 2),
+    "mw_eval_episodes": 2,
+    "mw_horizon": 12,
     "quiet": True,
 }
 

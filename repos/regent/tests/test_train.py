@@ -7,6 +7,8 @@ import json
 import math
 
 from regent.config import PRESETS
+from regent.meta_world import HELD_OUT
+from regent.report import report
 from regent.train import METHODS, evaluate, train_and_evaluate
 
 
@@ -43,7 +45,8 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     full = dataclasses.replace(
         PRESETS["full"], device="cpu", **{**TINY, "d_model": 16, "n_heads": 8}
     )
-    full = dataclasses.replace(full, steps=1, demo_counts=(1,), ablation_demos=1)
+    # Meta-World's path is exercised by the paper preset's test below
+    full = dataclasses.replace(full, steps=1, demo_counts=(1,), ablation_demos=1, metaworld=False)
     assert math.isfinite(train_and_evaluate(full, tmp_path)["REGENT/k1"])
 
 
@@ -65,6 +68,10 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
     assert doc["config"]["regime"] == "hard" and doc["config"]["eval_episodes"] == 2
     figures = sorted(p.name for p in (tmp_path / "results" / "figures").iterdir())
     assert figures and all(name.startswith("paper-") for name in figures)
+    assert "paper-metaworld.png" in figures  # the paper preset runs Meta-World
+    assert doc["claims"][-1]["id"] == "metaworld-regent-gt-rp-gt-mtbc"
+    assert set(doc["metaworld"]["tasks"]) == {*HELD_OUT, "all"}
+    assert "seen tasks: REGENT/" in report(doc)
 
 
 def test_paper_preset_is_the_larger_hard_setting():
@@ -72,3 +79,4 @@ def test_paper_preset_is_the_larger_hard_setting():
     assert paper.regime == quick.regime == "hard" and paper.eval_episodes == 50
     assert paper.n_train_tasks > quick.n_train_tasks and paper.steps > quick.steps
     assert paper.demo_counts == quick.demo_counts and paper.seeds == quick.seeds
+    assert paper.metaworld and not quick.metaworld

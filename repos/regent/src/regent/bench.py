@@ -30,6 +30,7 @@ from .train import (
     METHODS,
     family_tasks,
     read_episodes,
+    read_metaworld_episodes,
     set_threads,
     train_and_evaluate,
 )
@@ -38,6 +39,14 @@ PAPER = "regent"
 PAPER_METAWORLD = (
     "Meta-World, 100 demos: REGENT 0.67-0.93 vs R&P 0.33-0.86 over 5 tasks; JAT/Gato mostly < 0.5"
 )
+PAPER_MW_TASKS = {
+    "bin-picking-v3": (0.67, 0.33),
+    "box-close-v3": (0.93, 0.81),
+    "door-lock-v3": (0.85, 0.64),
+    "door-unlock-v3": (0.90, 0.86),
+    "hand-insert-v3": (0.82, 0.69),
+}
+"""(REGENT, R&P) normalised return with 100 demos, v2 tasks, read from the project-site figure."""
 MIN_GAIN = 0.05
 """Smallest rise (normalised return) that counts as an improvement."""
 NOISE = 0.02
@@ -166,6 +175,72 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
     ]
 
 
+def metaworld_claim(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> dict:
+    """REGENT - R&P and R&P - MT-BC on the held-out Meta-World tasks, paired over (seed, task)
+    blocks of episodes, on normalised return (the paper's metric); successes are reported."""
+    ks = sorted(cfg.mw_demo_counts)
+    block = cfg.mw_eval_episodes
+    ok, reg_rp, rp_bc = order_check(eps, ks, "REGENT", block)
+    ctrl_ok, ctrl_rp, _ = order_check(eps, ks, "REGENT-untrained", block)
+    per_k = lambda ivs: "; ".join(f"k={k} {fmt_iv(iv)}" for k, iv in zip(ks, ivs))
+    cells = lambda stat, m: ", ".join(
+        f"{metrics[m][f'{stat}/metaworld/k{k}']['mean']:.2f}" for k in ks
+    )
+    means = "; ".join(
+        f"{m} return [{cells('normalized_return', m)}] success [{cells('success_rate', m)}]"
+        for m in ("REGENT", "R&P", "MT-BC")
+    )
+    return claim(
+        "metaworld-regent-gt-rp-gt-mtbc",
+        f"Meta-World, the paper's 5 held-out tasks, {cfg.mw_eval_episodes} paired episodes each: "
+        f"REGENT - R&P and R&P - multi-task BC in normalised return both have 95% intervals above "
+        f"0 at every demo count {ks} (fails if any interval reaches 0)",
+        "100 demos: REGENT "
+        + ", ".join(f"{t[:-3]} {r:.2f}" for t, (r, _) in PAPER_MW_TASKS.items())
+        + "; R&P "
+        + ", ".join(f"{t[:-3]} {p:.2f}" for t, (_, p) in PAPER_MW_TASKS.items()),
+        f"{means}; REGENT - R&P: {per_k(reg_rp)}; R&P - MT-BC: {per_k(rp_bc)}",
+        ok and not ctrl_ok,
+        f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
+        f"{per_k(ctrl_rp)} -> check {'passes (claim void)' if ctrl_ok else 'fails'}",
+    )
+
+
+def metaworld_tables(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> dict:
+    """Per task and pooled: normalised return and success of every method at every count, the
+    paper's numbers, the oracle (scripted expert), floor (random) and demonstrator rows, and
+    every method minus R&P (paired, 95% interval over (seed, task) blocks)."""
+    mean_of = lambda m, key: metrics[m][key]["mean"] if m in metrics and key in metrics[m] else None
+    out: dict = {"tasks": {}, "paired_vs_rp": {}}
+    for task in [*PAPER_MW_TASKS, ""]:
+        scope = f"metaworld/{task}/" if task else "metaworld/"
+        row = {
+            f"{m}/k{k}": {
+                "normalized_return": mean_of(m, f"normalized_return/{scope}k{k}"),
+                "success_rate": mean_of(m, f"success_rate/{scope}k{k}"),
+            }
+            for m in ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-untrained")
+            for k in cfg.mw_demo_counts
+        }
+        if task:
+            for who in ("scripted expert", "random", "demonstrator"):
+                row[who] = {"success_rate": mean_of(who, f"success_rate/metaworld/{task}")}
+            row["paper (REGENT, R&P), 100 demos"] = PAPER_MW_TASKS[task]
+        out["tasks"][task or "all"] = row
+    out["seen_pretraining_tasks"] = {  # the generalisation diagnosis (meta_world.seen_tasks_check)
+        f"{m}/{name.split('/', 1)[1]}": v["mean"]
+        for m in ("REGENT", "R&P")
+        for name, v in metrics[m].items()
+        if "metaworld-seen" in name
+    }
+    for m in ("REGENT", "MT-BC", "BC-scratch", "REGENT-untrained"):
+        for k in cfg.mw_demo_counts:
+            out["paired_vs_rp"][f"{m} - R&P/k{k}"] = paired_interval(
+                eps[f"{m}/k{k}"] - eps[f"R&P/k{k}"], cfg.mw_eval_episodes
+            )
+    return out
+
+
 def paired_table(cfg: Config, eps: dict[str, np.ndarray]) -> dict[str, dict]:
     """Every method minus R&P at every count and scope, paired, with 95% intervals."""
     out = {}
@@ -291,6 +366,11 @@ def run_bench(cfg: Config) -> dict:
     eps = pool_episodes([read_episodes(Path(cfg.out) / f"seed{s}") for s in cfg.seeds])
     metrics = regroup(per_seed)
     claims = compute_claims(cfg, metrics, eps)
+    if cfg.metaworld:
+        mw_eps = pool_episodes(
+            [read_metaworld_episodes(Path(cfg.out) / f"seed{s}") for s in cfg.seeds]
+        )
+        claims.append(metaworld_claim(cfg, metrics, mw_eps))
     perf = performance(cfg, metrics)
     plot(cfg, metrics, Path(cfg.results_dir) / "figures")
     doc = results_document(
@@ -304,6 +384,14 @@ def run_bench(cfg: Config) -> dict:
         perf,
     )
     doc["paired_vs_rp"] = paired_table(cfg, eps)
+    if cfg.metaworld:
+        from .meta_world import plot_metaworld
+
+        doc["metaworld"] = metaworld_tables(cfg, metrics, mw_eps)
+        figdir = Path(cfg.results_dir) / "figures"
+        plot_metaworld(
+            doc["metaworld"], sorted(cfg.mw_demo_counts), figure_path(cfg, figdir, "metaworld")
+        )
     doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))
     atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
     return doc

@@ -80,6 +80,21 @@ class Config:
     """Retrieved states n in the context-size ablation (context = n + 1 states)."""
     ablation_demos: int = 20
     """Demonstration episodes used in the context-size ablation."""
+    metaworld: bool = False
+    """Also run Meta-World (needs the `metaworld` extra): pretrain on scripted demonstrations of
+    --mw-train-tasks MT50 tasks, evaluate on the paper's 5 held-out tasks (the paper preset)."""
+    mw_train_tasks: int = 15
+    """Meta-World pretraining tasks, evenly spaced in name order among the 45 not held out."""
+    mw_train_demos: int = 10
+    """Scripted demonstration episodes per Meta-World pretraining task."""
+    mw_demo_counts: tuple[int, ...] = (5, 25)
+    """Demonstration episodes given on each held-out Meta-World task."""
+    mw_eval_episodes: int = 20
+    """Paired evaluation episodes per held-out Meta-World task and demonstration count."""
+    mw_horizon: int = 150
+    """Meta-World episode length (the scripted policies succeed within 25-150 steps)."""
+    demo_noise_mw: float = 0.1
+    """Gaussian action noise (std) added to the scripted Meta-World demonstrators."""
 
 
 PRESETS: dict[str, Config] = {
@@ -94,6 +109,7 @@ PRESETS: dict[str, Config] = {
         batch_size=64,
         bc_steps=500,
         mtbc_steps=3000,
+        metaworld=True,
     ),
     "full": Config(
         name="full",
@@ -113,6 +129,12 @@ PRESETS: dict[str, Config] = {
         eval_episodes=50,
         demo_counts=(1, 2, 5, 10, 20, 50, 100),
         ablation_demos=100,
+        metaworld=True,
+        mw_train_tasks=45,
+        mw_train_demos=100,
+        mw_demo_counts=(25, 50, 100),
+        mw_eval_episodes=50,
+        mw_horizon=500,
     ),
 }
 
@@ -134,6 +156,10 @@ def validate(cfg: Config) -> Config:
         "eval_episodes",
         "threads",
         "ablation_demos",
+        "mw_train_tasks",
+        "mw_train_demos",
+        "mw_eval_episodes",
+        "mw_horizon",
     )
     for field in positive:
         if getattr(cfg, field) < 1:
@@ -176,6 +202,19 @@ def validate(cfg: Config) -> Config:
         raise ValueError(
             f"action_vocab must be 0 or >= 4 (GridNav's actions), got {cfg.action_vocab}"
         )
+    if not cfg.mw_demo_counts or min(cfg.mw_demo_counts) < 1:
+        raise ValueError(f"mw_demo_counts must be positive integers, got {cfg.mw_demo_counts}")
+    if cfg.mw_train_demos < 2:
+        raise ValueError(
+            f"mw_train_demos must be >= 2 (retrieval excludes the query's own episode), "
+            f"got {cfg.mw_train_demos}"
+        )
+    if cfg.mw_train_tasks > 45:
+        raise ValueError(
+            f"mw_train_tasks must be at most 45 (MT50 minus 5 held out), got {cfg.mw_train_tasks}"
+        )
+    if not 0 <= cfg.demo_noise_mw <= 1:
+        raise ValueError(f"demo_noise_mw must be in [0, 1], got {cfg.demo_noise_mw}")
     if not cfg.seeds:
         raise ValueError("seeds must name at least one seed")
     return cfg

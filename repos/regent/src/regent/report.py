@@ -59,11 +59,45 @@ def ablation_table(doc: dict) -> str:
     return "\n".join(rows)
 
 
+def metaworld_table(doc: dict) -> str:
+    """Held-out Meta-World tasks: normalised return / success rate per method and count, beside
+    the paper's 100-demo numbers, with the scripted expert (oracle), the noisy demonstrator and
+    random actions (floor)."""
+    mw = doc["metaworld"]
+    ks = doc["config"]["mw_demo_counts"]
+    methods = ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-untrained")
+    head = [f"{m} k={k}" for m in methods for k in ks]
+    rows = [
+        "| task | paper REGENT | paper R&P | " + " | ".join(head) + " | expert | demos | random |"
+    ]
+    rows.append("|---" * (len(head) + 6) + "|")
+    for task, row in mw["tasks"].items():
+        paper = row.get("paper (REGENT, R&P), 100 demos", ("", ""))
+        cells = [
+            f"{row[f'{m}/k{k}']['normalized_return']:.2f} / {row[f'{m}/k{k}']['success_rate']:.2f}"
+            for m in methods
+            for k in ks
+        ]
+        extra = [
+            f"{row[w]['success_rate']:.2f}" if w in row else ""
+            for w in ("scripted expert", "demonstrator", "random")
+        ]
+        rows.append(f"| {task} | {paper[0]} | {paper[1]} | " + " | ".join(cells + extra) + " |")
+    diffs = [
+        f"{key}: {iv['mean']:+.2f} [{iv['lo']:+.2f}, {iv['hi']:+.2f}]"
+        for key, iv in mw["paired_vs_rp"].items()
+    ]
+    seen = [f"{key} {v:.2f}" for key, v in mw["seen_pretraining_tasks"].items()]
+    return "\n".join(rows) + "\n\n" + "; ".join(diffs) + "\n\nseen tasks: " + "; ".join(seen)
+
+
 def report(doc: dict) -> str:
     parts = [claims_table(doc), returns_table(doc), paired_table(doc)]
     for family in doc["config"]["families"]:
         parts += [f"{family}:", returns_table(doc, f"{family}/"), paired_table(doc, f"{family}/")]
     parts.append(ablation_table(doc))
+    if "metaworld" in doc:
+        parts.append(metaworld_table(doc))
     return "\n\n".join(parts)
 
 

@@ -44,6 +44,8 @@ GRID_ACTIONS = 4
 
 def act_size(family: str, cfg: Config) -> int:
     """Continuous action dimensions, or the discrete vocabulary the model outputs."""
+    if family == "metaworld":
+        return 4
     return (cfg.action_vocab or GRID_ACTIONS) if family == "grid" else 2
 
 
@@ -280,6 +282,14 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         fam_metrics, fam_episodes = evaluate_family(family, cfg, workdir)
         metrics.update(fam_metrics)
         episodes.update(fam_episodes)
+    if cfg.metaworld:  # its own episodes file: its tasks and demo counts differ from the families'
+        from .meta_world import evaluate_metaworld
+
+        mw_metrics, mw_episodes = evaluate_metaworld(cfg, workdir)
+        metrics.update(mw_metrics)
+        atomic_write_json(
+            workdir / "metaworld_episodes.json", {k: v.tolist() for k, v in mw_episodes.items()}
+        )
     for key in list(episodes):
         head, _, tail = key.split("/")
         pooled = f"{head}/{tail}"
@@ -298,6 +308,15 @@ def read_episodes(workdir: str | Path) -> dict[str, np.ndarray]:
     path = Path(workdir) / "episodes.json"
     if not path.exists():
         raise ValueError(f"no episodes.json in {workdir}; run `train --out {workdir}` first")
+    return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}
+
+
+def read_metaworld_episodes(workdir: str | Path) -> dict[str, np.ndarray]:
+    """Per-episode Meta-World normalised returns ('<method>/k<k>') and successes
+    ('success/<method>/k<k>') a previous `train` with --metaworld wrote."""
+    path = Path(workdir) / "metaworld_episodes.json"
+    if not path.exists():
+        raise ValueError(f"no metaworld_episodes.json in {workdir}; run `train --metaworld` first")
     return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}
 
 
