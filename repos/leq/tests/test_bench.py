@@ -6,9 +6,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from leq.bench import compare, gap_check, run_bench, schedule
+import pytest
+
+from leq.bench import compare, gap_check, maze_claims, run_bench, schedule
+from leq.config import PRESETS
 
 
+@pytest.mark.slow  # shares the README run (about 85 s on a loaded machine)
 def test_bench_writes_schema_claims_and_figures(readme_run):
     folder = readme_run[0]
     doc = json.loads((folder / "results" / "quick.json").read_text())
@@ -45,6 +49,7 @@ def test_claim_with_no_signal_does_not_hold():
     assert compare({"LEQ": 0.0, "IQL": 40.0}, False) == (False, "")
 
 
+@pytest.mark.slow  # two benchmarks, one with 2 worker processes (about 50 s)
 def test_two_worker_processes_give_the_serial_numbers(tiny, tmp_path):
     """The runs spread over 2 spawned workers give exactly the numbers of one process."""
     docs, runs = {}, {}
@@ -74,3 +79,21 @@ def test_schedule_runs_every_method_and_seed_once(tiny):
     expected = [(cfg.env, m, s) for m in cfg.methods for s in cfg.seeds]
     expected += [("pendulum", m, s) for m in cfg.dense_methods for s in cfg.seeds]
     assert sorted(runs) == sorted(expected)
+
+
+def test_claims_per_maze_of_the_paper_preset():
+    """Each maze of a multi-maze preset gets its own gates (ids prefixed after the first maze);
+    medium has no IQL gate (the paper's LEQ trails IQL on antmaze-medium-diverse)."""
+    cfg = PRESETS["paper"]
+    runs = {}
+    for env in (cfg.env, *cfg.extra_envs):
+        for s in cfg.seeds:
+            runs[(env, "LEQ", s)] = {"bc_success_rate": 10.0, "model_holdout_err": 0.1}
+    vals = {"LEQ": [90.0, 95.0, 92.0], "MB-onestep": [0.0, 0.0, 5.0], "IQL": [80.0, 90.0, 85.0]}
+    umaze = maze_claims(cfg, runs, vals, "pm-umaze")
+    medium = maze_claims(cfg, runs, vals, "pm-medium")
+    assert [c["id"] for c in umaze] == ["leq-beats-onestep-mb", "leq-at-least-iql-minus-10"]
+    assert [c["id"] for c in medium] == ["pm-medium-leq-beats-onestep-mb"]
+    assert all(c["holds"] and c["negative_control"]["fails_as_expected"] for c in umaze + medium)
+    assert "medium-diverse" in medium[0]["paper"]
+    assert list(medium[0]["world_model"]) == ["model_holdout_err"]

@@ -45,6 +45,7 @@ def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
     assert "run `train" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # the README's train, eval and bench commands, shrunk (about 85 s loaded)
 def test_readme_quick_start_commands_run(readme_run):
     folder, commands, codes = readme_run
     assert commands, "the README's Quick start names no command"

@@ -33,8 +33,8 @@ def test_blocked_flags_a_move_into_a_wall_and_not_a_free_one():
 
 def test_controller_alone_never_blocks_and_random_segments_do():
     """The issue's finding (0 blocked transitions) and its fix, at a small size."""
-    plain = data.maze_dataset("umaze", "diverse", 4000, 100, seed=0)
-    mixed = data.maze_dataset("umaze", "diverse", 4000, 100, seed=0, explore=(0.05, 10))
+    plain = data.maze_dataset("umaze", "diverse", 2000, 50, seed=0)
+    mixed = data.maze_dataset("umaze", "diverse", 2000, 50, seed=0, explore=(0.05, 10))
     assert data.blocked_fraction(plain, "umaze") == 0.0
     assert data.blocked_fraction(mixed, "umaze") > 0.03
     assert mixed.terminals.sum() > 0  # the data still reaches the goal

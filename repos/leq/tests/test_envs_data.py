@@ -43,9 +43,9 @@ def test_goal_terminates_with_shifted_reward():
 
 
 def test_maze_data_is_deterministic_and_needs_stitching():
-    a = data.maze_dataset("umaze", "diverse", 1000, 50, seed=3)
-    b = data.maze_dataset("umaze", "diverse", 1000, 50, seed=3)
-    c = data.maze_dataset("umaze", "diverse", 1000, 50, seed=4)
+    a = data.maze_dataset("umaze", "diverse", 2000, 50, seed=3)
+    b = data.maze_dataset("umaze", "diverse", 2000, 50, seed=3)
+    c = data.maze_dataset("umaze", "diverse", 2000, 50, seed=4)
     assert all(np.array_equal(u, v) for u, v in zip(a, b))
     assert not np.array_equal(a.observations, c.observations)
     m = maze.make_maze("umaze")
@@ -53,7 +53,7 @@ def test_maze_data_is_deterministic_and_needs_stitching():
     assert all(np.linalg.norm(s[:2] - m.start) > 0.5 for s in starts)  # none starts at S
     ends = (a.terminals > 0) == np.asarray(maze.at_goal(jnp.asarray(m.goal), a.next_observations))
     assert ends.all()
-    play = data.maze_dataset("umaze", "play", 1000, 50, seed=3)
+    play = data.maze_dataset("umaze", "play", 2000, 50, seed=3)
     assert np.isin(play.rewards, [-1.0, 0.0]).all()
 
 
@@ -121,6 +121,7 @@ def test_minari_file_with_mismatched_shapes_is_a_clear_error(tmp_path, key, cut,
         data.load_minari(tmp_path, "pointmaze/shapes-v0")
 
 
+@pytest.mark.slow  # integration: data + eval of the scripted controller
 def test_umaze_data_reaches_goal_and_eval_is_solvable():
     """The behaviour data reaches the eval goal, the scripted goal controller solves the eval,
     a do-nothing policy does not (the success metric is neither always 0 nor always 100)."""
@@ -133,6 +134,7 @@ def test_umaze_data_reaches_goal_and_eval_is_solvable():
     assert still["success_rate"] == 0.0
 
 
+@pytest.mark.slow  # integration: BC training + eval
 def test_bc_of_goal_controller_solves_eval_through_evaluate_actor():
     """A trained actor is evaluated deterministically with its own observation normalisation:
     cloning the scripted goal controller on dataset states must score > 0 via evaluate_actor."""

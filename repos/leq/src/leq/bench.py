@@ -37,7 +37,14 @@ from .train import (
 PAPER = "leq"
 GAP_OVER_ONESTEP = 20.0  # points: LEQ success minus the one-step model-based baseline's
 IQL_SLACK = 10.0  # points: LEQ success may trail IQL by at most this much
-PAPER_ANTMAZE = {"LEQ": 94.4, "IQL": 87.5, "MB-onestep": 0.0}  # antmaze-umaze (MOBILE/MOPO: 0)
+# The paper's AntMaze rows per layout (LEQ vs MOPO/MOBILE, LEQ vs IQL); medium: medium-diverse,
+# where the paper's LEQ trails IQL by 23.8 points, so the IQL gate is not checked there.
+PAPER_ROWS = {
+    "umaze": ("antmaze-umaze LEQ 94.4 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0",
+              "antmaze-umaze LEQ 94.4 vs IQL 87.5; AntMaze total 470.4 vs 378.0"),
+    "medium": ("antmaze-medium-diverse LEQ 46.2 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0",
+               None),
+}  # fmt: skip
 NO_SIGNAL = 1e-9  # success % at or below this counts as "nothing solved the task"
 
 
@@ -53,8 +60,11 @@ def compare(values: dict[str, float], passes: bool) -> tuple[bool, str]:
 
 
 # Per-run diagnostics (leq.diagnostics, leq.train) summarised over seeds in the results file.
-DIAGNOSTICS = (
+WORLD_MODEL = (
     "data_blocked_fraction", "model_holdout_err", "model_err_free", "model_err_blocked",
+    "data_wall_contact_fraction", "model_err_nocontact", "model_err_contact",
+)  # fmt: skip
+DIAGNOSTICS = WORLD_MODEL + (
     "imagined_wall_frac_start", "imagined_goal_rate_start", "imagined_steps_start",
     "bc_success_rate", "final_q_model",
 )  # fmt: skip
@@ -86,37 +96,39 @@ def _fmt(d: dict) -> str:
     return f"paired diff {d['mean']:.1f}{ci}"
 
 
-def maze_claims(cfg: Config, runs: dict, vals: dict[str, list[float]]) -> list[dict]:
-    """The two maze gates, each with its paired interval, the world model's error beside it and
-    the same check run on the negative control (the BC-initialised actor in place of LEQ)."""
+def maze_claims(cfg: Config, runs: dict, vals: dict[str, list[float]], env: str) -> list[dict]:
+    """The maze gates of task `env`, each with its paired interval, the world model's error
+    beside it and the same check run on the negative control (the BC-initialised actor in
+    place of LEQ). Claim ids of tasks other than cfg.env are prefixed with the task."""
     out = []
+    layout = env.removeprefix("pm-")
+    beats_paper, iql_paper = PAPER_ROWS.get(layout, PAPER_ROWS["umaze"])
     beats = (
-        f"{cfg.env}: LEQ's success rate is at least {GAP_OVER_ONESTEP:.0f} points above the "
+        f"{env}: LEQ's success rate is at least {GAP_OVER_ONESTEP:.0f} points above the "
         "one-step model-based baseline (tau 0.5, beta 0.95), paired over seeds with its 95% "
         "interval above 0"
     )
     not_worse = (
-        f"{cfg.env}: LEQ's success rate is at least IQL's minus {IQL_SLACK:.0f} points (the 95% "
+        f"{env}: LEQ's success rate is at least IQL's minus {IQL_SLACK:.0f} points (the 95% "
         "interval of the paired difference stays above the margin)"
     )
     gates = [
-        ("leq-beats-onestep-mb", "MB-onestep", "beats", beats,
-         "antmaze-umaze LEQ 94.4 vs MOPO/MOBILE 0.0; AntMaze total LEQ 470.4 vs 0"),
-        ("leq-at-least-iql-minus-10", "IQL", "not-worse", not_worse,
-         "antmaze-umaze LEQ 94.4 vs IQL 87.5; AntMaze total 470.4 vs 378.0"),
-    ]  # fmt: skip
+        ("leq-beats-onestep-mb", "MB-onestep", "beats", beats, beats_paper),
+        ("leq-at-least-iql-minus-10", "IQL", "not-worse", not_worse, iql_paper),
+    ]
     for cid, other, kind, statement, paper in gates:
-        if "LEQ" not in vals or other not in vals:
+        if "LEQ" not in vals or other not in vals or paper is None:
             continue
+        cid = cid if env == cfg.env else f"{env}-{cid}"
         holds, reason, d = gap_check(vals["LEQ"], vals[other], kind)
         mean = lambda v: sum(v) / len(v)
         c = claim(cid, statement, paper,
                   f"{mean(vals['LEQ']):.1f} vs {mean(vals[other]):.1f} ({_fmt(d)})", holds, reason)  # fmt: skip
         c["paired_difference"] = d
         c["equal_updates"] = f"{cfg.steps} updates for every method (no tuning grid: one setting)"
-        leq_runs = [runs[(cfg.env, "LEQ", s)] for s in cfg.seeds]
+        leq_runs = [runs[(env, "LEQ", s)] for s in cfg.seeds]
         c["world_model"] = {
-            k: mean([r[k] for r in leq_runs]) for k in DIAGNOSTICS[:4] if k in leq_runs[0]
+            k: mean([r[k] for r in leq_runs]) for k in WORLD_MODEL if k in leq_runs[0]
         }
         if FLOOR in leq_runs[0]:
             floor = [r[FLOOR] for r in leq_runs]
@@ -167,7 +179,7 @@ def schedule(cfg: Config) -> list[tuple[str, str, str, int]]:
 
 
 def tasks(cfg: Config) -> list[tuple[str, tuple[str, ...]]]:
-    out = [(cfg.env, tuple(cfg.methods))]
+    out = [(env, tuple(cfg.methods)) for env in (cfg.env, *cfg.extra_envs)]
     return out + [(cfg.dense_env, tuple(cfg.dense_methods))] if cfg.dense_env else out
 
 
@@ -249,13 +261,16 @@ def performance(cfg: Config) -> list[dict]:
 
 
 def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict]) -> None:
+    """Scores (one panel per task) and update speed, into <results_dir>/figures; the quick
+    preset keeps the names scores.png / updates_per_s.png, other presets prefix theirs."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig_dir = Path(cfg.results_dir) / "figures"
-    panels = [(f"{cfg.env} ({cfg.dataset}) success rate %", maze_vals)]
+    prefix = "" if cfg.name == "quick" else f"{cfg.name}_"
+    panels = [(f"{env} ({cfg.dataset}) success rate %", v) for env, v in maze_vals.items()]
     if dense_vals:
         panels.append((f"{cfg.dense_env} normalised return", dense_vals))
     fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
@@ -267,12 +282,12 @@ def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict
             ax.scatter([i] * len(v), v, color="k", s=12, zorder=3)
         ax.set_title(title)
         ax.tick_params(axis="x", rotation=30)
-    save_figure(fig, fig_dir / "scores.png")
+    save_figure(fig, fig_dir / f"{prefix}scores.png")
     plt.close(fig)
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ax.bar([p["id"].split("-")[0] for p in perf], [p["ours_updates_per_s"] for p in perf])
     ax.set_ylabel("updates / s (after compile)")
-    save_figure(fig, fig_dir / "updates_per_s.png")
+    save_figure(fig, fig_dir / f"{prefix}updates_per_s.png")
     plt.close(fig)
 
 
@@ -280,21 +295,24 @@ def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
     perf, runs = run_schedule(cfg)
-    maze_vals = values_of(cfg, runs, cfg.env, cfg.methods, "success_rate")
+    mazes = (cfg.env, *cfg.extra_envs)
+    maze_vals = {env: values_of(cfg, runs, env, cfg.methods, "success_rate") for env in mazes}
     dense_vals = {}
     if cfg.dense_env:
         dense_vals = values_of(cfg, runs, cfg.dense_env, cfg.dense_methods, "normalized_return")
     metrics: dict[str, dict] = {}
-    for name, v in maze_vals.items():
-        metrics.setdefault(name, {})[f"{cfg.env}_success_rate"] = summarize(v)
+    for env, env_vals in maze_vals.items():
+        for name, v in env_vals.items():
+            metrics.setdefault(name, {})[f"{env}_success_rate"] = summarize(v)
     for name, v in dense_vals.items():
         metrics.setdefault(name, {})[f"{cfg.dense_env}_normalized_return"] = summarize(v)
-    claims = maze_claims(cfg, runs, maze_vals)
-    for name in maze_vals:
-        for key in DIAGNOSTICS:
-            vals = [runs[(cfg.env, name, s)].get(key) for s in cfg.seeds]
-            if all(v is not None for v in vals):
-                metrics[name][f"{cfg.env}_{key}"] = summarize(vals)
+    claims = [c for env in mazes for c in maze_claims(cfg, runs, maze_vals[env], env)]
+    for env in mazes:
+        for name in maze_vals[env]:
+            for key in DIAGNOSTICS:
+                vals = [runs[(env, name, s)].get(key) for s in cfg.seeds]
+                if all(v is not None for v in vals):
+                    metrics[name][f"{env}_{key}"] = summarize(vals)
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
         cfg.device, perf,

@@ -1,4 +1,4 @@
-"""Command line: `leq {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]`.
+"""Command line: `leq {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]`.
 
 Thin on purpose: flags become a Config (every field is a flag), then the library is called.
 Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
@@ -20,7 +20,7 @@ COMMANDS = {
     "bench": "run every method over --seeds, write results/<preset>.json and figures",
 }
 USAGE = (
-    "usage: leq {train,eval,bench} [--preset quick|full] [--FIELD VALUE ...]\n\n"
+    "usage: leq {train,eval,bench} [--preset quick|paper|full] [--FIELD VALUE ...]\n\n"
     + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
     + "\n\n`leq COMMAND --help` lists every flag with its meaning and preset default."
 )
@@ -32,7 +32,7 @@ def parse(command: str, argv: list[str]) -> Config:
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError("--preset needs a value: quick or full")
+                raise ValueError("--preset needs a value: quick, paper or full")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -47,7 +47,7 @@ def parse(command: str, argv: list[str]) -> Config:
         default=PRESETS[preset],
         args=rest,
         prog=f"leq {command}",
-        description=f"{COMMANDS[command]}. --preset quick|full picks the defaults (now: {preset}).",
+        description=f"{COMMANDS[command]}. --preset quick|paper|full sets the defaults ({preset}).",
     )
     return validate(cfg)
 

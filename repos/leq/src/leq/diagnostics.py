@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import maze as mz
+from . import pointmaze as pm
 from . import world_model as wmod
 from .data import Dataset
 from .leq import imagine
@@ -30,14 +31,22 @@ def _mean_next(widths: tuple[int, ...]):
 
 def model_errors(wm, widths: tuple[int, ...], ds: Dataset, env: str, seed: int) -> dict:
     """Mean L2 error of the elites' mean next state: on the fit's held-out transitions, and
-    (maze) on probes in the true maze, split by whether the maze blocks the move
-    (`model_err_blocked`) or not (`model_err_free`). A probe is a uniform position in a free
+    (JAX maze) on probes in the true maze, split by whether the maze blocks the move
+    (`model_err_blocked`) or not (`model_err_free`); in PointMaze (no true step in JAX) on the
+    held-out transitions that end touching a wall (`model_err_contact`) or not. A probe is a uniform position in a free
     cell, a uniform velocity in [-0.3, 0.3]^2 (the controller's speed limit) and a uniform
     action: probes reach walls whether or not the data ever did."""
     predict = _mean_next(tuple(widths))
     hold, _ = wmod.holdout_split(len(ds.rewards), seed)
     pred = predict(wm, jnp.asarray(ds.observations[hold]), jnp.asarray(ds.actions[hold]))
-    out = {"model_holdout_err": float(np.linalg.norm(pred - ds.next_observations[hold], axis=1).mean())}  # fmt: skip
+    err = np.linalg.norm(pred - ds.next_observations[hold], axis=1)
+    out = {"model_holdout_err": float(err.mean())}
+    if env in pm.ENVS:  # no true step to probe: split the held-out transitions by wall contact
+        touch = pm.wall_contact(pm.layout(env), ds.next_observations[hold][:, :2])
+        out["model_err_nocontact"] = float(err[~touch].mean())
+        if touch.any():
+            out["model_err_contact"] = float(err[touch].mean())
+        return out
     if env not in mz.LAYOUTS or ds.observations.shape[1] != 4:
         return out
     rng = np.random.default_rng(seed + 11)
@@ -60,9 +69,20 @@ def model_errors(wm, widths: tuple[int, ...], ds: Dataset, env: str, seed: int) 
 @functools.cache
 def _imagination(env: str, widths, model_widths, act_dim: int, length: int, n: int):
     """jit: n imagined rollouts of the deterministic actor, `length` steps from the eval start."""
-    m = mz.make_maze(env)
-    walls, actor = jnp.asarray(m.walls), Actor(widths, act_dim)
-    term = wmod.terminal_fn_for(env)
+    actor, term = Actor(widths, act_dim), wmod.terminal_fn_for(env)
+    if env in pm.ENVS:
+        m = pm.layout(env)
+        start = jnp.asarray(pm.eval_start(env))
+        noise = jnp.zeros(pm.OBS_DIM).at[:2].set(0.25)  # the env's reset noise, +-0.25
+
+        def reset(key, n):
+            return start + noise * jax.random.uniform(key, (n, pm.OBS_DIM), minval=-1.0)
+
+        inside_wall = lambda xy: pm.inside_wall(m, xy)
+    else:
+        m = mz.make_maze(env)
+        reset = lambda key, n: mz.reset(m, key, n)
+        inside_wall = lambda xy: mz.is_wall(jnp.asarray(m.walls), xy)
 
     def run(actor_p, wm, key):
         k0, k1 = jax.random.split(key)
@@ -71,9 +91,9 @@ def _imagination(env: str, widths, model_widths, act_dim: int, length: int, n: i
         q_zero = lambda s, a: jnp.zeros(())
         delta = jnp.zeros((length + 1, act_dim))
         ro = jax.vmap(lambda s, k: imagine(s, k, delta, policy, q_zero, model))(
-            mz.reset(m, k0, n), jax.random.split(k1, n)
+            reset(k0, n), jax.random.split(k1, n)
         )
-        inside = mz.is_wall(walls, ro.states[:, 1:, :2]).astype(jnp.float32)
+        inside = inside_wall(ro.states[:, 1:, :2]).astype(jnp.float32)
         alive = ro.alive[:, :-1]  # the state s_{t+1} was reached by a live step t
         reached = 1.0 - ro.alive[:, -1]
         return {
@@ -89,9 +109,9 @@ def imagination_stats(cfg, wm, actor_p: dict, act_dim: int, key) -> dict[str, fl
     """Roll the trained actor in the world model from the eval start for the eval horizon:
     the fraction of imagined states inside walls, how often imagination reaches the goal and
     the mean number of imagined steps (to the goal or the horizon)."""
-    m = mz.make_maze(cfg.env)
+    length = pm.EVAL_STEPS[cfg.env] if cfg.env in pm.ENVS else mz.make_maze(cfg.env).horizon
     run = _imagination(
         cfg.env, (cfg.hidden,) * cfg.layers, (cfg.model_hidden,) * cfg.model_layers, act_dim,
-        m.horizon, 32,
+        length, 32,
     )  # fmt: skip
     return {k: float(v) for k, v in run(actor_p, wm, key).items()}

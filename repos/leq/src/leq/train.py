@@ -16,9 +16,9 @@ import numpy as np
 from flax import serialization
 from tqdm import tqdm
 
-from . import agents, baselines, data, diagnostics, maze, pendulum
+from . import agents, baselines, data, diagnostics, maze, pendulum, pointmaze
 from . import world_model as wmod
-from .config import DATA_VARIANTS, Config, validate
+from .config import DATA_VARIANTS, POINTMAZE, Config, validate
 from .data import Dataset
 from .networks import Actor, Critic, Value, with_stats
 from .results import atomic_write_bytes, atomic_write_json
@@ -58,6 +58,9 @@ def load_data(cfg: Config) -> Dataset:
             lambda: data.load_minari(cfg.dataset_path, cfg.dataset_id),
         )
     explore = (cfg.explore_prob, cfg.explore_len)
+    if cfg.env in POINTMAZE:
+        return _cached(("pm", cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore, cfg.out),
+                       lambda: pointmaze_data(cfg))  # fmt: skip
     key = ("gen", cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore)
     return _cached(
         key,
@@ -65,6 +68,19 @@ def load_data(cfg: Config) -> Dataset:
             cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore
         ),
     )
+
+
+def pointmaze_data(cfg: Config) -> Dataset:
+    """Collect the behaviour data in the real PointMaze env as a local Minari dataset under
+    <out>/minari (once per setting), then read it back through Minari. Benchmark workers that
+    need the same dataset at the same moment would both write it: the paper preset runs one."""
+    root = Path(cfg.out) / "minari"
+    name = f"{cfg.env[3:]}-{cfg.dataset}-n{cfg.n_transitions}-len{cfg.episode_len}"
+    dataset_id = f"pointmaze/{name}-p{round(cfg.explore_prob * 1000)}x{cfg.explore_len}-seed{cfg.seed}-v0"  # fmt: skip
+    if not (root / dataset_id).exists():
+        explore = (cfg.explore_prob, cfg.explore_len)
+        pointmaze.collect(cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore, root, dataset_id)  # fmt: skip
+    return data.load_minari(root, dataset_id)
 
 
 def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
@@ -153,7 +169,7 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
             state, info = run(state, wm, d, model_obs, count, ku, tau, beta)
             bar.update(length)
             bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
-    if cfg.env in maze.LAYOUTS:
+    if cfg.env in maze.LAYOUTS or cfg.env in POINTMAZE:
         diag.update(diagnostics.imagination_stats(cfg, wm, state.actor, hp.act_dim, ke))
     return {"actor": state.actor, "critic": state.critic, "info": info, "diagnostics": diag}
 
@@ -184,6 +200,13 @@ def train_iql(cfg: Config, ds: Dataset, key) -> dict:
 
 
 @functools.cache
+def _policy(widths: tuple[int, ...], act_dim: int):
+    """jit(actor) on one observation."""
+    actor = Actor(widths, act_dim)
+    return jax.jit(lambda p, o: actor.apply(p, o[None])[0])
+
+
+@functools.cache
 def _evaluator(env: str, widths: tuple[int, ...], act_dim: int, episodes: int):
     """jit(evaluation episodes of the deterministic actor), compiled once per task and size."""
     actor = Actor(widths, act_dim)
@@ -196,6 +219,10 @@ def _evaluator(env: str, widths: tuple[int, ...], act_dim: int, episodes: int):
 
 
 def evaluate_actor(cfg: Config, actor_p: dict, act_dim: int, key) -> dict[str, float]:
+    if cfg.env in POINTMAZE:  # the real env, stepped in Python
+        policy = _policy((cfg.hidden,) * cfg.layers, act_dim)
+        seed = int(jax.random.randint(key, (), 0, 2**30))
+        return pointmaze.evaluate(cfg.env, lambda o: policy(actor_p, o), cfg.eval_episodes, seed)
     run = _evaluator(cfg.env, (cfg.hidden,) * cfg.layers, act_dim, cfg.eval_episodes)
     return {k: float(v) for k, v in run(actor_p, key).items()}
 
@@ -218,8 +245,9 @@ def train_and_evaluate(
     atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
     which = base
     ds = load_data(cfg)
-    if not cfg.dataset_path and cfg.env != "pendulum" and ds.observations.shape[1] != 4:
-        raise ValueError("maze data must have 4-D observations")
+    dim = pointmaze.OBS_DIM if cfg.env in POINTMAZE else 4
+    if not cfg.dataset_path and cfg.env != "pendulum" and ds.observations.shape[1] != dim:
+        raise ValueError(f"{cfg.env} data must have {dim}-D observations")
     key = jax.random.PRNGKey(cfg.seed)
     k_train, k_eval = jax.random.split(key)
     out = (
@@ -233,6 +261,8 @@ def train_and_evaluate(
     metrics["dataset_transitions"] = float(len(ds.rewards))
     if cfg.env in maze.LAYOUTS and ds.observations.shape[1] == 4:
         metrics["data_blocked_fraction"] = data.blocked_fraction(ds, cfg.env)
+    if cfg.env in POINTMAZE:  # transitions ending in contact with a MuJoCo wall
+        metrics["data_wall_contact_fraction"] = pointmaze.wall_contact_fraction(cfg.env, ds.next_observations)  # fmt: skip
     blob = serialization.to_bytes({"actor": out["actor"], "critic": out["critic"]})
     atomic_write_bytes(workdir / "checkpoint.msgpack", blob)
     atomic_write_json(workdir / "metrics.json", metrics)

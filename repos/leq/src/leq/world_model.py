@@ -15,6 +15,7 @@ import numpy as np
 import optax
 
 from . import maze as mz
+from . import pointmaze as pm
 from .data import Dataset
 from .networks import MLP, GaussianEnsemble
 
@@ -152,5 +153,7 @@ def terminal_fn_for(env: str):
     """Known termination: the maze goal test, or never (Pendulum)."""
     if env == "pendulum":
         return lambda obs: jnp.zeros(obs.shape[:-1])
+    if env in pm.ENVS:  # PointMaze: position within 0.45 of the observed goal
+        return pm.terminal_fn
     goal = jnp.asarray(mz.make_maze(env).goal)
     return lambda obs: mz.at_goal(goal, obs).astype(jnp.float32)
