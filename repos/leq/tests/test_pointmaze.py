@@ -105,3 +105,24 @@ def test_train_on_pointmaze_writes_minari_data_and_finite_metrics(tiny):
     assert 0.0 <= m["success_rate"] <= 100.0 and "model_err_nocontact" in m
     assert 0.0 <= m["imagined_wall_frac_start"] <= 1.0 and m["data_wall_contact_fraction"] > 0.0
     assert list((Path(cfg.out) / "minari" / "pointmaze").iterdir())
+
+
+def test_publish_keeps_the_first_copy_and_drops_a_later_one(tmp_path):
+    """Two bench workers collecting the same PointMaze dataset: the first rename wins, the
+    second reports False and leaves the published folder untouched; no staging folder is left."""
+    final = tmp_path / "minari" / "pointmaze" / "umaze-v0"
+    for worker, text in enumerate(("first", "second")):
+        staged = tmp_path / f"staging{worker}" / "pointmaze" / "umaze-v0"
+        (staged / "data").mkdir(parents=True)
+        (staged / "data" / "main_data.hdf5").write_text(text)
+        assert train.publish(staged, final) is (worker == 0)
+    assert (final / "data" / "main_data.hdf5").read_text() == "first"
+    assert not (tmp_path / "staging0" / "pointmaze" / "umaze-v0").exists()
+
+
+def test_pointmaze_data_leaves_no_staging_folder(tiny):
+    cfg = dataclasses.replace(tiny, env="pm-umaze", n_transitions=300, episode_len=100)
+    ds = train.pointmaze_data(cfg)
+    root = Path(cfg.out) / "minari"
+    assert len(ds.observations) >= 300 and [p.name for p in root.iterdir()] == ["pointmaze"]
+    assert train.pointmaze_data(cfg).observations.shape == ds.observations.shape  # read back

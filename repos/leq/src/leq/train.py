@@ -6,8 +6,10 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import pickle
 import sys
+import tempfile
 from pathlib import Path
 
 import jax
@@ -72,15 +74,34 @@ def load_data(cfg: Config) -> Dataset:
 
 def pointmaze_data(cfg: Config) -> Dataset:
     """Collect the behaviour data in the real PointMaze env as a local Minari dataset under
-    <out>/minari (once per setting), then read it back through Minari. Benchmark workers that
-    need the same dataset at the same moment would both write it: the paper preset runs one."""
+    <out>/minari (once per setting), then read it back through Minari.
+
+    Benchmark workers that need the same dataset at the same moment each collect it into a
+    private staging folder and move it into place with one rename; the first rename wins and
+    the others drop their copy (collection is deterministic, so the copies are identical)."""
     root = Path(cfg.out) / "minari"
     name = f"{cfg.env[3:]}-{cfg.dataset}-n{cfg.n_transitions}-len{cfg.episode_len}"
     dataset_id = f"pointmaze/{name}-p{round(cfg.explore_prob * 1000)}x{cfg.explore_len}-seed{cfg.seed}-v0"  # fmt: skip
     if not (root / dataset_id).exists():
         explore = (cfg.explore_prob, cfg.explore_len)
-        pointmaze.collect(cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore, root, dataset_id)  # fmt: skip
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".staging-", dir=root) as staging:
+            made = pointmaze.collect(cfg.env, cfg.dataset, cfg.n_transitions, cfg.episode_len, cfg.seed, explore, staging, dataset_id)  # fmt: skip
+            publish(made, root / dataset_id)
     return data.load_minari(root, dataset_id)
+
+
+def publish(staged: Path, final: Path) -> bool:
+    """Move a finished dataset folder into place with one rename; False if another process's
+    copy got there first (then `staged` is left for its staging folder's clean-up)."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.rename(staged, final)
+    except OSError:
+        if final.exists():
+            return False
+        raise
+    return True
 
 
 def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
