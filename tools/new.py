@@ -2,7 +2,8 @@
 """Start a paper project from the template: `python3 tools/new.py SLUG [--root DIR] [--force]`.
 
 Copies tools/template/ into the path that meta.toml registers for SLUG, replacing the
-placeholders __slug__, __package__, __cli__, __method__ and __title__ (also in file names).
+placeholders __slug__, __package__, __cli__, __method__ and __title__ (also in file names). The
+files tools/sync.py keeps in step get its header; the others are the project's own from then on.
 """
 
 from __future__ import annotations
@@ -13,15 +14,10 @@ import sys
 import tomllib
 from pathlib import Path
 
-TEMPLATE = Path(__file__).resolve().parent / "template"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sync import GENERATED, TEMPLATE, header, render
+
 SKIP = {"__pycache__", ".ruff_cache", ".pytest_cache", ".venv", "runs"}
-
-
-def render(text: str, entry: dict[str, str], slug: str) -> str:
-    for key in ("slug", "package", "cli", "method", "title"):
-        value = slug if key == "slug" else entry[key]
-        text = text.replace(f"__{key}__", value)
-    return text
 
 
 def create(root: Path, slug: str, force: bool = False) -> Path:
@@ -39,10 +35,12 @@ def create(root: Path, slug: str, force: bool = False) -> Path:
     for src in sorted(TEMPLATE.rglob("*")):
         if src.is_dir() or SKIP.intersection(src.parts):
             continue
-        dest = target / render(str(src.relative_to(TEMPLATE)), entry, slug)
+        rel = str(src.relative_to(TEMPLATE))
+        dest = target / render(rel, entry, slug)
         dest.parent.mkdir(parents=True, exist_ok=True)
         try:
-            dest.write_text(render(src.read_text(), entry, slug))
+            text = render(src.read_text(), entry, slug)
+            dest.write_text(header(rel) + text if rel in GENERATED else text)
         except UnicodeDecodeError:
             shutil.copyfile(src, dest)
     return target

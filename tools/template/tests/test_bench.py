@@ -25,3 +25,4 @@ def test_bench_writes_schema(tiny):
         assert key in doc
     assert len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
+    assert all(c["verdict"] in ("holds", "contradicted", "inconclusive") for c in doc["claims"])

@@ -33,18 +33,14 @@ def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatc
     assert message in capsys.readouterr().err
 
 
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
-
-
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `__cli__ ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = [shlex.split(c) for c in re.findall(r"^(__cli__ .+)$", section, re.MULTILINE)]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
-    shrink = ["--n-samples", "16", "--dim", "2", "--steps", "2", "--seeds", "0", "--quiet"]
+    shrink = ["--n-samples", "16", "--dim", "2", "--steps", "2", "--seeds", "0", "1", "2", "--quiet"]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "__slug__"
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "__slug__"
+    assert not (tmp_path / "results").exists()  # the committed results are written only on request

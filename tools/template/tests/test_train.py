@@ -14,7 +14,7 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == tiny.steps
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    assert evaluate(tiny, tmp_path / "run") == metrics  # reloaded weights, same numbers
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):

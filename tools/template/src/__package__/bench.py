@@ -1,4 +1,4 @@
-"""Quick benchmark: every method over the preset's seeds, claims computed from the metrics."""
+"""Benchmark: every method over the preset's seeds, claims computed from the metrics."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import time
 from pathlib import Path
 
 from .config import Config
-from .results import atomic_write_json, claim, results_document, summarize
+from .results import claim, paired_interval, part_from_paired, results_document, summarize
+from .results import write_results
+from .runtime import progress, results_dir_of
 from .train import METHODS, train_and_evaluate
 
 PAPER = "__slug__"
@@ -16,26 +18,29 @@ PAPER = "__slug__"
 def run_bench(cfg: Config) -> dict:
     start = time.perf_counter()
     per_method: dict[str, dict[str, list[float]]] = {m: {} for m in METHODS}
-    for seed in cfg.seeds:
-        for name in METHODS:
-            run_cfg = dataclasses.replace(cfg, seed=seed)
-            workdir = Path(cfg.out) / name / f"seed{seed}"
-            for key, value in train_and_evaluate(run_cfg, workdir, which=name).items():
-                per_method[name].setdefault(key, []).append(value)
+    runs = [(seed, name) for seed in cfg.seeds for name in METHODS]
+    for seed, name in progress(runs, "bench", cfg.quiet):
+        run_cfg = dataclasses.replace(cfg, seed=seed)
+        workdir = Path(cfg.out) / name / f"seed{seed}"
+        for key, value in train_and_evaluate(run_cfg, workdir, which=name).items():
+            per_method[name].setdefault(key, []).append(value)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    ours = metrics["method"]["train_mse"]["mean"]
-    ref = metrics["closed_form"]["train_mse"]["mean"]
+    ratio = [
+        a / b - 1
+        for a, b in zip(per_method["method"]["train_mse"], per_method["closed_form"]["train_mse"])
+    ]
+    diff = paired_interval(ratio, [0.01] * len(ratio))
     claims = [
         claim(
             "gd-reaches-lstsq",
             "gradient descent's training MSE is within 1% of the exact least-squares MSE",
             "placeholder: the paper's number goes here",
-            f"{ours:.5f} vs {ref:.5f}",
-            ours <= 1.01 * ref,
+            f"excess MSE {100 * diff['mean'] + 1:.3f}% (paired over {diff['n']} seeds)",
+            test=[part_from_paired("excess MSE - 1% (fraction)", diff, 0.0, "<")],
         )
     ]
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start, cfg.device
     )
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc)
     return doc

@@ -1,16 +1,17 @@
-"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through."""
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through;
+evaluate(cfg, workdir) loads the model a run saved and evaluates it again."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import save_file
 
 from . import baselines, data, method
 from .config import Config, validate
-from .results import atomic_write_json
+from .results import atomic_write_json, load_safetensors, read_json
 
 METHODS = ("method", "closed_form")
 
@@ -23,27 +24,36 @@ def fit(name: str, x: torch.Tensor, y: torch.Tensor, cfg: Config) -> torch.Tenso
     raise ValueError(f"unknown method {name!r}; expected one of {METHODS}")
 
 
+def metrics_of(w: torch.Tensor, cfg: Config) -> dict[str, float]:
+    """The preset's test metrics of weights w (data regenerated from cfg.seed)."""
+    x, y, w_true = data.linear_regression(cfg.n_samples, cfg.dim, cfg.seed)
+    w = w.to(x.dtype).cpu()
+    return {
+        "train_mse": float(method.squared_loss(w, x, y)),
+        "weight_error": float((w - w_true).norm()),
+    }
+
+
 def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "method") -> dict[str, float]:
-    """Train one method for cfg.seed and return its metrics; writes workdir/config.json first."""
+    """Train one method for cfg.seed, save its weights and metrics; writes config.json first."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
     torch.manual_seed(cfg.seed)
-    x, y, w_true = data.linear_regression(cfg.n_samples, cfg.dim, cfg.seed)
-    x, y = x.to(cfg.device), y.to(cfg.device)
-    w = fit(which, x, y, cfg)
-    metrics = {
-        "train_mse": float(method.squared_loss(w, x, y)),
-        "weight_error": float((w.cpu() - w_true).norm()),
-    }
+    x, y, _ = data.linear_regression(cfg.n_samples, cfg.dim, cfg.seed)
+    w = fit(which, x.to(cfg.device), y.to(cfg.device), cfg)
+    save_file({"w": w.cpu().contiguous()}, str(workdir / "model.safetensors"))
+    metrics = metrics_of(w, cfg)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Load the weights a previous `train` saved in workdir and evaluate them again."""
+    workdir = Path(workdir)
+    saved = read_json(workdir / "config.json", "run config")
+    run_cfg = dataclasses.replace(
+        cfg, **{k: saved[k] for k in ("seed", "n_samples", "dim") if k in saved}
+    )
+    return metrics_of(load_safetensors(workdir / "model.safetensors")["w"], run_cfg)
