@@ -7,6 +7,8 @@
     ./run -s test-<slug>           one paper's tests (extra pytest flags after --)
     ./run -s bench-<slug>          one paper's quick benchmark -> repos/<slug>/results/quick.json
                                    (-- --preset paper: the paper preset -> results/paper.json)
+    ./run -s mutants-<slug>        apply each bug of tests/mutants.toml to a copy, run the tests:
+                                   every one must be killed (tools/mutants.py)
     ./run -s verify-<slug>         re-run the quick bench into a temporary folder, diff its metrics
                                    with the committed results/quick.json (-- paper: paper.json)
     ./run -s gpu-smoke             each paper's full preset at tiny size on --device cuda
@@ -131,8 +133,22 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
     def bench_paper(session: nox.Session) -> None:
         install_project(session, path, bench_extra, no_deps)
         session.chdir(path)
-        args = session.posargs or ["--preset", "quick"]
+        args = list(session.posargs or ["--preset", "quick"])
+        if not any(a == "--results-dir" or a.startswith("--results-dir=") for a in args):
+            args += ["--results-dir", "results"]  # the committed results (a plain bench: runs/)
         session.run(entry["cli"], "bench", *args, env=paper_env(session))
+
+    def mutants_paper(session: nox.Session) -> None:
+        if not (Path(path) / "tests" / "mutants.toml").exists():
+            session.skip(f"{slug}: no tests/mutants.toml")
+        install_project(session, path, "test", no_deps)
+        session.run(
+            "python",
+            str(ROOT / "tools" / "mutants.py"),
+            slug,
+            *session.posargs,
+            env=paper_env(session),
+        )
 
     def verify_paper(session: nox.Session) -> None:
         preset = session.posargs[0] if session.posargs else "quick"
@@ -206,10 +222,12 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         f"{entry['method']}: re-run the quick bench, diff with results/quick.json (-- paper)."
     )
     gpu_smoke_paper.__doc__ = f"{entry['method']}: full preset at tiny size on CUDA."
+    mutants_paper.__doc__ = f"{entry['method']}: tests/mutants.toml, each bug must be killed."
     nox.session(name=f"test-{slug}", python=PYTHON)(test_paper)
     nox.session(name=f"bench-{slug}", python=PYTHON)(bench_paper)
     nox.session(name=f"verify-{slug}", python=PYTHON)(verify_paper)
     nox.session(name=f"gpu-smoke-{slug}", python=PYTHON)(gpu_smoke_paper)
+    nox.session(name=f"mutants-{slug}", python=PYTHON)(mutants_paper)
 
 
 for _slug, _entry in BUILT.items():
@@ -244,6 +262,13 @@ def reproduce_paper(session: nox.Session) -> None:
     for slug in BUILT:
         session.notify(f"bench-{slug}", ["--preset", "paper", *session.posargs])
     session.notify("report")
+
+
+@nox.session(python=False)
+def mutants(session: nox.Session) -> None:
+    """Queue every built paper's mutants session (each skips without tests/mutants.toml)."""
+    for slug in BUILT:
+        session.notify(f"mutants-{slug}", session.posargs)
 
 
 @nox.session(name="gpu-smoke", python=False)

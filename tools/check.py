@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from freshness import freshness_problems
 from schema import RESULT_FILES, load_results
+from sync import drift
 
 META_KEYS = (
     "title",
@@ -33,8 +34,9 @@ META_KEYS = (
     "claim",
 )
 README_SECTIONS = ("Paper", "Claim", "Method", "Quick start", "Results", "Scaling up", "Deviations")
-MODULES = ("config.py", "cli.py", "train.py", "bench.py")
+MODULES = ("config.py", "cli.py", "train.py", "bench.py", "hooks.py")
 MIN_TESTS = 8
+MIN_MUTANTS = 8
 
 
 def check_meta(meta: dict, root: Path) -> list[str]:
@@ -139,14 +141,51 @@ def check_paper(root: Path, slug: str, entry: dict) -> list[str]:
         else [f"{slug}: README.md is missing"]
     )
     tests = sorted((repo / "tests").rglob("test_*.py")) if (repo / "tests").is_dir() else []
+    tests = [t for t in tests if t.name != "test_skeleton.py"]  # generated: not the paper's own
     n_tests = sum(len(re.findall(r"^\s*def test_", t.read_text(), re.MULTILINE)) for t in tests)
     if n_tests < MIN_TESTS:
         problems.append(
             f"{slug}: {n_tests} test functions in tests/ (expected at least {MIN_TESTS})"
         )
+    problems += [f"{slug}: {p}" for p in drift(root, slug, entry)]
     problems += results_problems(root, slug, entry)
     if not list((repo / "results" / "figures").glob("*.png")):
         problems.append(f"{slug}: no figures in results/figures/")
+    return problems
+
+
+def count_mutants(path: Path) -> int | str:
+    """Number of [[mutant]] entries in a mutants.toml, or the reason it cannot be read."""
+    try:
+        entries = tomllib.loads(path.read_text()).get("mutant", [])
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        return f"unreadable ({exc})"
+    return len(entries) if isinstance(entries, list) else "'mutant' must be an array of tables"
+
+
+def mutant_problems(root: Path, papers: dict, slugs: list[str]) -> list[str]:
+    """tests/mutants.toml: readable wherever it exists; once every built paper has one, each
+    needs at least MIN_MUTANTS (until then the papers without one are listed, not failed)."""
+    problems, missing = [], []
+    counts: dict[str, int] = {}
+    for slug in slugs:
+        path = root / papers[slug].get("path", f"repos/{slug}") / "tests" / "mutants.toml"
+        if not path.exists():
+            missing.append(slug)
+            continue
+        n = count_mutants(path)
+        if isinstance(n, str):
+            problems.append(f"{slug}: tests/mutants.toml {n}")
+        else:
+            counts[slug] = n
+    if missing:
+        print(f"mutation checks: no tests/mutants.toml yet in {', '.join(missing)}")
+    elif slugs:
+        problems += [
+            f"{slug}: tests/mutants.toml lists {n} mutants (at least {MIN_MUTANTS} per paper)"
+            for slug, n in counts.items()
+            if n < MIN_MUTANTS
+        ]
     return problems
 
 
@@ -178,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         found = check_paper(root, slug, papers[slug])
         conforming += not found
         problems += found
+    problems += mutant_problems(root, papers, [s for s in slugs if s not in unbuilt])
     for p in problems:
         print(p)
     for slug in unbuilt:

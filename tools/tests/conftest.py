@@ -68,18 +68,22 @@ def good_results(slug: str) -> dict:
 
 
 def write_project(root: Path, slug: str, results: dict | None, n_tests: int = 8) -> Path:
+    """A built project: stub modules, the generated skeleton files (tools/sync.py), results."""
+    from sync import papers, write
+
     package = slug.replace("-", "_")
     repo = root / "repos" / slug
     (repo / "src" / package).mkdir(parents=True)
-    for module in ("config.py", "cli.py", "train.py", "bench.py"):
+    for module in ("config.py", "train.py", "bench.py", "hooks.py"):
         (repo / "src" / package / module).write_text("")
+    write(root, slug, papers(root)[slug])
     (repo / "pyproject.toml").write_text(
         f'[project]\nname = "{slug}"\ndependencies = ["numpy"]\n'
         f'[project.optional-dependencies]\ntest = ["pytest"]\n'
         f'[project.scripts]\n{slug} = "{package}.cli:main"\n'
     )
     (repo / "README.md").write_text(PROJECT_README)
-    (repo / "tests").mkdir()
+    (repo / "tests").mkdir(exist_ok=True)
     (repo / "tests" / "test_x.py").write_text(
         "".join(f"def test_{i}():\n    pass\n" for i in range(n_tests))
     )

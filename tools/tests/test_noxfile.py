@@ -27,7 +27,15 @@ def test_sessions_are_listed(tmp_path):
     out = nox("-l", tmp_path=tmp_path)
     assert out.returncode == 0, out.stderr
     text = out.stdout + out.stderr
-    for name in ("reproduce-paper", "gpu-smoke", "verify-", "gpu-smoke-", "bench-", "test-"):
+    for name in (
+        "reproduce-paper",
+        "gpu-smoke",
+        "verify-",
+        "gpu-smoke-",
+        "bench-",
+        "test-",
+        "mutants-",
+    ):
         assert name in text, name
 
 

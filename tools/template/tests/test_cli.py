@@ -39,8 +39,22 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     commands = [shlex.split(c) for c in re.findall(r"^(__cli__ .+)$", section, re.MULTILINE)]
     assert commands, "the README's Quick start names no command"
     monkeypatch.chdir(tmp_path)
-    shrink = ["--n-samples", "16", "--dim", "2", "--steps", "2", "--seeds", "0", "1", "2", "--quiet"]
+    shrink = [
+        "--n-samples",
+        "16",
+        "--dim",
+        "2",
+        "--steps",
+        "2",
+        "--seeds",
+        "0",
+        "1",
+        "2",
+        "--quiet",
+    ]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "__slug__"
+    assert (
+        json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "__slug__"
+    )
     assert not (tmp_path / "results").exists()  # the committed results are written only on request

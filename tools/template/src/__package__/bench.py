@@ -7,8 +7,14 @@ import time
 from pathlib import Path
 
 from .config import Config
-from .results import claim, paired_interval, part_from_paired, results_document, summarize
-from .results import write_results
+from .results import (
+    claim,
+    paired_interval,
+    part_from_paired,
+    results_document,
+    summarize,
+    write_results,
+)
 from .runtime import progress, results_dir_of
 from .train import METHODS, train_and_evaluate
 

@@ -77,6 +77,7 @@ def read_json(path: str | Path, what: str = "file") -> Any:
 
 def load_safetensors(path: str | Path) -> dict[str, Any]:
     """Tensors of a safetensors checkpoint; a missing or corrupt one is a ValueError naming it."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -84,7 +85,7 @@ def load_safetensors(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"{path}: no such checkpoint")
     try:
         return load_file(str(path))
-    except Exception as exc:  # safetensors raises its own error types for every kind of damage
+    except (SafetensorError, OSError, RuntimeError) as exc:
         raise ValueError(f"{path}: corrupt checkpoint ({exc}); delete it and run again") from None
 
 
