@@ -71,11 +71,13 @@ def test_unknown_command_and_preset(started, capsys):
 
 def violating(value, c):
     """A value that breaks constraint c (type kept: int fields get ints)."""
-    step = 1 if isinstance(value, int) and not isinstance(value, bool) else 0.5
     if isinstance(c, runtime.MinLen):
         return ()
-    if isinstance(value, tuple):
-        return (violating(value[0], c),) if value else value
+    if isinstance(value, tuple):  # an elementwise bound; an empty default gets one bad entry
+        return (violating(value[0] if value else 0, c),)
+    if value is None:  # an optional field: break the bound with a number
+        value = 0
+    step = 1 if isinstance(value, int) and not isinstance(value, bool) else 0.5
     if isinstance(c, runtime.Interval):
         c = (
             runtime.Ge(c.ge)

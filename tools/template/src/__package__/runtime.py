@@ -47,7 +47,7 @@ class RunConfig:
     """Preset name; the benchmark writes <results-dir>/<name>.json."""
     seed: Annotated[int, Ge(0)] = 0
     """Random seed of one run (data, initialisation, sampling)."""
-    seeds: Annotated[tuple[int, ...], MinLen(1)] = (0, 1, 2)
+    seeds: Annotated[tuple[int, ...], MinLen(1), Ge(0)] = (0, 1, 2)
     """Seeds the benchmark runs over."""
     device: str = "cpu"
     """cpu, cuda, cuda:N, or auto (cuda when this machine has it, else cpu)."""
@@ -102,6 +102,8 @@ def _interval_text(c: Interval) -> str:
 
 
 def _violation(value: Any, c: Any) -> str | None:
+    if value is None:  # an optional field left at "the preset decides"
+        return None
     if isinstance(c, MinLen):
         return None if len(value) >= c.min_length else f"needs at least {c.min_length} value(s)"
     if isinstance(value, tuple):  # an elementwise bound on a tuple of numbers
