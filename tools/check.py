@@ -37,6 +37,7 @@ README_SECTIONS = ("Paper", "Claim", "Method", "Quick start", "Results", "Scalin
 MODULES = ("config.py", "cli.py", "train.py", "bench.py", "hooks.py")
 MIN_TESTS = 8
 MIN_MUTANTS = 8
+VERDICT_CHARS = 120
 
 
 def check_meta(meta: dict, root: Path) -> list[str]:
@@ -50,6 +51,17 @@ def check_meta(meta: dict, root: Path) -> list[str]:
                 problems.append(f"{slug}: meta.toml lacks '{key}'")
             elif key != "official_code" and not str(entry[key]).strip():
                 problems.append(f"{slug}: meta.toml '{key}' is empty")
+        conclusion = entry.get("verdict")
+        if not str(conclusion or "").strip():
+            problems.append(
+                f"{slug}: meta.toml lacks 'verdict' (one human-written line, <= "
+                f"{VERDICT_CHARS} characters: what the results say about the paper)"
+            )
+        elif len(str(conclusion)) > VERDICT_CHARS:
+            problems.append(
+                f"{slug}: meta.toml 'verdict' is {len(str(conclusion))} characters "
+                f"(at most {VERDICT_CHARS})"
+            )
         no_deps = entry.get("no_deps", [])
         if not isinstance(no_deps, list) or not all(
             isinstance(spec, str) and re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.+\-]+", spec)

@@ -3,10 +3,13 @@
 
     python3 tools/report.py [--root DIR] [--check]
 
-REPORT.md: one row per claim with the quick and the paper preset side by side (matched by claim
-id), the performance figures grouped by paper with their units, and one row per run (preset, wall
-time, commit, whether the file is fresh). README.md: the paper index and the results summary are
-rewritten between their <!-- ...:start --> / <!-- ...:end --> markers. A malformed results file is
+REPORT.md: a summary table, then one section per paper that fits a screen: its verdict counts at
+each preset (holds / contradicted / inconclusive; "not held" for claims still in the older
+boolean form), its main figure, one line per claim (the paper's number, each preset's verdict with
+the estimate and interval it rests on, the seeds that would decide it), its performance rows and
+its runs. README.md: the paper index and the results summary (verdict counts, wall times, the
+one-line conclusion from meta.toml `verdict`, the measured totals of `reproduce` and
+`reproduce-paper`) are rewritten between their <!-- ...:start --> / <!-- ...:end --> markers. A malformed results file is
 named with its problems and makes the exit code 1; the other papers are still reported. --check
 writes nothing and exits 1 when REPORT.md or README.md is stale.
 """
@@ -20,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from freshness import freshness_problems
-from schema import load_results, perf_figures
+from schema import SEEDS_NEEDED_CAP, claim_verdict, load_results, perf_figures
 
 PRESETS = ("quick", "paper")
 
@@ -50,34 +53,60 @@ def collect(root: Path, papers: dict) -> tuple[dict[str, dict[str, dict]], list[
     return results, problems
 
 
-def holds_mark(claim: dict | None) -> str:
-    if claim is None:
+VERDICT_ORDER = ("holds", "contradicted", "inconclusive", "not held")
+
+
+def counts_of(data: dict | None) -> dict[str, int]:
+    counts = dict.fromkeys(VERDICT_ORDER, 0)
+    for c in (data or {}).get("claims", []):
+        counts[claim_verdict(c)] += 1
+    return counts
+
+
+def verdict_counts(data: dict | None) -> str:
+    """'3 hold, 1 contradicted, 2 inconclusive' ('not held': claims in the older form)."""
+    if data is None:
         return "-"
-    return "yes" if claim["holds"] else "**no**"
+    words = {"holds": "hold", "not held": "not held (old form)"}
+    parts = [f"{n} {words.get(v, v)}" for v, n in counts_of(data).items() if n]
+    return ", ".join(parts) or "no claims"
 
 
-def claims_section(papers: dict, results: dict[str, dict[str, dict]]) -> list[str]:
-    lines = [
-        "## Claims",
-        "",
-        "| paper | claim | statement | paper's number | ours (quick) | quick | ours (paper preset) | paper preset |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for slug, runs in results.items():
-        by_id: dict[str, dict[str, dict]] = {}
-        for preset in PRESETS:
-            for c in runs.get(preset, {}).get("claims", []):
-                by_id.setdefault(c["id"], {})[preset] = c
-        for cid, versions in by_id.items():
-            first = versions.get("quick") or versions["paper"]
-            quick, paper = versions.get("quick"), versions.get("paper")
-            lines.append(
-                f"| {papers[slug]['method']} | `{cell(cid)}` | {cell(first['statement'])} "
-                f"| {cell(first['paper'])} | {cell(quick['ours']) if quick else '-'} "
-                f"| {holds_mark(quick)} | {cell(paper['ours']) if paper else '-'} "
-                f"| {holds_mark(paper)} |"
-            )
-    return lines
+def short(text: object, limit: int = 90) -> str:
+    text = cell(text)
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def fmt_part(p: dict) -> str:
+    lo, hi = p["interval"]
+    unit = f" {p['unit']}" if p.get("unit") else ""
+    interval = f" [{lo:+.3g}, {hi:+.3g}]" if lo is not None else " [no interval]"
+    return f"{p['estimate']:+.3g}{interval}{unit} {p['direction']} {p['threshold']:g} (n={p['n']})"
+
+
+def claim_cell(c: dict | None) -> str:
+    """The verdict and the first number it rests on (older form: the claim's own 'ours' text)."""
+    if c is None:
+        return "-"
+    v = claim_verdict(c)
+    mark = v if v == "holds" else f"**{v}**"
+    if c.get("test"):
+        more = f" (+{len(c['test']) - 1} parts)" if len(c["test"]) > 1 else ""
+        return f"{mark}: {cell(fmt_part(c['test'][0]))}{more}"
+    return f"{mark}: {short(c['ours'], 70)}"
+
+
+def seeds_cell(c: dict | None) -> str:
+    n = (c or {}).get("seeds_needed")
+    if n is None:
+        return "-"
+    return f"> {SEEDS_NEEDED_CAP}" if n > SEEDS_NEEDED_CAP else str(n)
+
+
+def main_figure(root: Path, project: str) -> Path | None:
+    figs = sorted((root / project / "results" / "figures").glob("*.png"))
+    paper = [f for f in figs if f.name.startswith("paper")]
+    return (paper or figs or [None])[0]
 
 
 def better_mark(ours: object, peer: object, higher_is_better: bool) -> str:
@@ -86,83 +115,132 @@ def better_mark(ours: object, peer: object, higher_is_better: bool) -> str:
     return "ours" if (ours > peer) == higher_is_better else "peer"
 
 
-def performance_section(papers: dict, results: dict[str, dict[str, dict]]) -> list[str]:
-    lines: list[str] = []
-    for slug, runs in results.items():
-        rows = [
-            (preset, p) for preset in PRESETS for p in runs.get(preset, {}).get("performance", [])
-        ]
-        if not rows:
-            continue
-        lines += [
-            "",
-            f"### {papers[slug]['method']}",
-            "",
-            "| preset | id | what | ours | peer | peer's | unit | ours / peer | better |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        for preset, p in rows:
-            ours, peer, unit, hib = perf_figures(p)
-            # Recomputed here so that every row reads the same way (projects define "ratio" freely).
-            numeric = all(isinstance(v, (int, float)) for v in (ours, peer))
-            ratio = ours / peer if numeric and peer else None
-            direction = "higher is better" if hib else "lower is better"
-            lines.append(
-                f"| {preset} | `{cell(p['id'])}` | {cell(p['what'])} | {fmt_number(ours)} "
-                f"| {cell(p.get('peer', '-'))} | {fmt_number(peer)} | {cell(unit)} ({direction}) "
-                f"| {fmt_number(ratio)} | {better_mark(ours, peer, hib)} |"
-            )
-    if lines:
-        lines = [
-            "",
-            "## Performance",
-            "",
-            "Each figure in its own unit; 'better' reads the row's direction.",
-        ] + lines
-    return lines
-
-
-def runs_section(papers: dict, results: dict[str, dict[str, dict]], root: Path) -> list[str]:
+def performance_rows(runs: dict[str, dict]) -> list[str]:
+    """One paper's performance rows, each figure in its own unit."""
+    rows = [(preset, p) for preset in PRESETS for p in runs.get(preset, {}).get("performance", [])]
+    if not rows:
+        return []
     lines = [
         "",
-        "## Runs",
+        "Performance (each figure in its own unit; 'better' reads the row's direction):",
         "",
-        "| paper | preset | created | commit | fresh | wall (s) | seeds | device | figures |",
+        "| preset | id | what | ours | peer | peer's | unit | ours / peer | better |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for slug, runs in results.items():
-        project = papers[slug]["path"]
-        figdir = root / project / "results" / "figures"
-        for preset, data in runs.items():
-            pngs = sorted(figdir.glob("*.png"))
-            mine = [f for f in pngs if f.name.startswith("paper-") == (preset == "paper")]
-            figs = ", ".join(f"[{f.stem}]({f.relative_to(root).as_posix()})" for f in mine)
-            label = f"{project}/results/{preset}.json"
-            stale = freshness_problems(root, project, label, data.get("git_commit"))
-            env = data.get("environment", {})
-            lines.append(
-                f"| {papers[slug]['method']} | {preset} | {cell(data['created'])} "
-                f"| {cell(data.get('git_commit') or '-')} | {'**no**' if stale else 'yes'} "
-                f"| {fmt_number(data['wall_seconds'])} | {cell(data['seeds'])} "
-                f"| {cell(env.get('device', '-'))} | {figs or '-'} |"
-            )
+    for preset, p in rows:
+        ours, peer, unit, hib = perf_figures(p)
+        # Recomputed here so that every row reads the same way (projects define "ratio" freely).
+        numeric = all(isinstance(v, (int, float)) for v in (ours, peer))
+        ratio = ours / peer if numeric and peer else None
+        direction = "higher is better" if hib else "lower is better"
+        lines.append(
+            f"| {preset} | `{cell(p['id'])}` | {short(p['what'], 70)} | {fmt_number(ours)} "
+            f"| {cell(p.get('peer', '-'))} | {fmt_number(peer)} | {cell(unit)} ({direction}) "
+            f"| {fmt_number(ratio)} | {better_mark(ours, peer, hib)} |"
+        )
     return lines
+
+
+def runs_line(slug: str, project: str, runs: dict[str, dict], root: Path) -> str:
+    parts = []
+    for preset, data in runs.items():
+        label = f"{project}/results/{preset}.json"
+        stale = freshness_problems(root, project, label, data.get("git_commit"))
+        parts.append(
+            f"{preset} {fmt_number(data['wall_seconds'])} s on {cell(data['seeds'])} seeds, "
+            f"{cell(data.get('environment', {}).get('device', '-'))}, commit "
+            f"{cell(data.get('git_commit') or '-')}{' (**stale**)' if stale else ''}"
+        )
+    return "Runs: " + "; ".join(parts) + "."
+
+
+def paper_section(slug: str, entry: dict, runs: dict[str, dict], root: Path) -> list[str]:
+    counts = "; ".join(f"**{p}**: {verdict_counts(runs.get(p))}" for p in PRESETS)
+    lines = ["", f"## {entry['method']} (`{slug}`)", "", f"{counts}."]
+    if entry.get("verdict"):
+        lines += ["", f"{cell(entry['verdict'])} ([README]({entry['path']}/README.md))"]
+    fig = main_figure(root, entry["path"])
+    if fig is not None:
+        lines += ["", f"![{entry['method']}]({fig.relative_to(root).as_posix()})"]
+    lines += [
+        "",
+        "| claim | paper's number | quick | paper preset | seeds needed |",
+        "|---|---|---|---|---|",
+    ]
+    by_id: dict[str, dict[str, dict]] = {}
+    for preset in PRESETS:
+        for c in runs.get(preset, {}).get("claims", []):
+            by_id.setdefault(c["id"], {})[preset] = c
+    for cid, versions in by_id.items():
+        quick, paper = versions.get("quick"), versions.get("paper")
+        first = quick or paper
+        lines.append(
+            f"| `{cell(cid)}` | {short(first['paper'])} | {claim_cell(quick)} "
+            f"| {claim_cell(paper)} | {seeds_cell(paper or quick)} |"
+        )
+    lines += performance_rows(runs)
+    lines += ["", runs_line(slug, entry["path"], runs, root)]
+    return lines
+
+
+def totals(results: dict[str, dict[str, dict]]) -> dict[str, tuple[int, float]]:
+    """preset -> (papers with a file, summed wall seconds of the committed runs)."""
+    out = {}
+    for preset in PRESETS:
+        walls = [runs[preset]["wall_seconds"] for runs in results.values() if preset in runs]
+        out[preset] = (len(walls), float(sum(walls)))
+    return out
+
+
+def duration(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def summary_table(papers: dict, results: dict[str, dict[str, dict]]) -> list[str]:
+    lines = [
+        "| method | quick | paper preset |",
+        "|---|---|---|",
+    ]
+    for slug, runs in results.items():
+        lines.append(
+            f"| [{papers[slug]['method']}](#{anchor(papers[slug]['method'], slug)}) "
+            f"| {verdict_counts(runs.get('quick'))} | {verdict_counts(runs.get('paper'))} |"
+        )
+    grand = {p: dict.fromkeys(VERDICT_ORDER, 0) for p in PRESETS}
+    for runs in results.values():
+        for p in PRESETS:
+            for v, n in counts_of(runs.get(p)).items():
+                grand[p][v] += n
+    cells = [", ".join(f"{n} {v}" for v, n in grand[p].items() if n) or "-" for p in PRESETS]
+    lines.append(f"| **all** | {cells[0]} | {cells[1]} |")
+    return lines
+
+
+def anchor(method: str, slug: str) -> str:
+    """GitHub's anchor of the heading '## {method} (`{slug}`)'."""
+    text = f"{method} ({slug})".lower()
+    return "".join(ch for ch in text.replace(" ", "-") if ch.isalnum() or ch in "-_")
 
 
 def report_markdown(papers: dict, results: dict[str, dict[str, dict]], root: Path) -> str:
     lines = [
         "# Results report",
         "",
-        "Generated by `tools/report.py` from every `repos/<slug>/results/quick.json` (quick preset,",
-        "minutes on a CPU) and `results/paper.json` (paper preset: the smallest CPU scale where the",
-        "paper's effect is expected, up to 45 minutes on 2 cores). Each `holds` is computed by that",
-        "paper's benchmark from its measured metrics; '-' means the preset does not have that claim",
-        "(or has not been run).",
+        "Generated by `tools/report.py` from every `repos/<slug>/results/quick.json` (quick preset:",
+        "the method and its baselines work) and `results/paper.json` (paper preset: the smallest CPU",
+        "scale where the paper's effect is expected, up to 45 minutes on 2 cores). A claim **holds**",
+        "when every interval it rests on lies on the paper's side of its threshold (on >= 3 paired",
+        "seeds), is **contradicted** when one lies entirely on the other side, and is",
+        "**inconclusive** otherwise; 'seeds needed' estimates the seeds that would decide it.",
+        "**not held** marks claims still in the older boolean form (no interval stored). The prose",
+        "behind each claim is in the paper's README.",
+        "",
+        "## Summary",
         "",
     ]
-    lines += claims_section(papers, results)
-    lines += performance_section(papers, results)
-    lines += runs_section(papers, results, root)
+    lines += summary_table(papers, results)
+    for slug, runs in results.items():
+        lines += paper_section(slug, papers[slug], runs, root)
     return "\n".join(lines) + "\n"
 
 
@@ -178,36 +256,39 @@ def index_table(papers: dict, results: dict[str, dict[str, dict]], root: Path) -
         else:
             status = "not built yet"
         lines.append(
-            f"| {entry['method']} | [{cell(entry['title'])}]({entry['paper']}) | {entry['framework']} | {status} |"
+            f"| {entry['method']} | [{cell(entry['title'])}]({entry['paper']}) "
+            f"| {entry['framework']} | {status} |"
         )
     return "\n".join(lines)
-
-
-def held(data: dict | None) -> str:
-    if data is None:
-        return "-"
-    return f"{sum(c['holds'] for c in data['claims'])}/{len(data['claims'])}"
 
 
 def results_table(papers: dict, results: dict[str, dict[str, dict]]) -> str:
     if not results:
         return "_No paper has results yet._"
     lines = [
-        "| method | quick: claims hold | quick wall (s) | paper preset: claims hold | paper wall (s) | claims not holding (quick / paper) |",
+        "| method | quick | quick wall (s) | paper preset | paper wall (s) | conclusion |",
         "|---|---|---|---|---|---|",
     ]
     for slug, runs in results.items():
         quick, paper = runs.get("quick"), runs.get("paper")
-        failing = []
-        for preset, data in (("quick", quick), ("paper", paper)):
-            if data is not None:
-                failing += [f"`{c['id']}` ({preset})" for c in data["claims"] if not c["holds"]]
         lines.append(
-            f"| {papers[slug]['method']} | {held(quick)} | {fmt_number(quick['wall_seconds']) if quick else '-'} "
-            f"| {held(paper)} | {fmt_number(paper['wall_seconds']) if paper else '-'} "
-            f"| {', '.join(failing) or '-'} |"
+            f"| {papers[slug]['method']} | {verdict_counts(quick)} "
+            f"| {fmt_number(quick['wall_seconds']) if quick else '-'} "
+            f"| {verdict_counts(paper)} | {fmt_number(paper['wall_seconds']) if paper else '-'} "
+            f"| {cell(papers[slug].get('verdict', '-'))} |"
         )
-    lines += ["", "Every claim with the paper's number beside ours: [REPORT.md](REPORT.md)."]
+    tot = totals(results)
+    lines += [
+        "",
+        (
+            f"Measured totals of the committed runs: `./run -s reproduce` (quick) "
+            f"{duration(tot['quick'][1])} over {tot['quick'][0]} papers, "
+            f"`./run -s reproduce-paper` {duration(tot['paper'][1])} over {tot['paper'][0]} "
+            "papers, one after the other on the machines that wrote them."
+        ),
+        "",
+        "Every claim with the paper's number beside ours: [REPORT.md](REPORT.md).",
+    ]
     return "\n".join(lines)
 
 
@@ -251,9 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     counts = []
     for preset in PRESETS:
         docs = [runs[preset] for runs in results.values() if preset in runs]
-        n = sum(len(d["claims"]) for d in docs)
-        k = sum(c["holds"] for d in docs for c in d["claims"])
-        counts.append(f"{preset}: {len(docs)} papers, {k}/{n} claims hold")
+        tally = dict.fromkeys(VERDICT_ORDER, 0)
+        for d in docs:
+            for v, n in counts_of(d).items():
+                tally[v] += n
+        found = ", ".join(f"{n} {v}" for v, n in tally.items() if n)
+        counts.append(f"{preset}: {len(docs)} papers, {found}")
     print(f"report: {'; '.join(counts)} -> REPORT.md, README.md")
     return 1 if problems else 0
 

@@ -10,6 +10,13 @@ preset at tiny size on a CUDA device, any mode). Performance rows carry their un
      "peer": "OR-Tools", "peer_value": 0.4}
 
 The legacy form {"ours_s", "peer_s"} is read as unit "s", lower is better.
+
+A claim's verdict rests on `test`, a list of parts {what, estimate, interval [lo, hi], level,
+method, threshold, direction (">" or "<": the side the paper claims), n, unit}; `verdict` is
+"holds" (every part's interval on the claimed side of its threshold, on >= 3 units), "contradicted"
+(some part's interval entirely on the other side) or "inconclusive". The stored verdict, `holds`
+and `seeds_needed` must follow from the parts. Claims in the older form (no `test`) are read with
+their computed boolean `holds` until every paper has moved.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from typing import Any
 
 TOP_KEYS = ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics", "claims")
 CLAIM_KEYS = ("id", "statement", "paper", "ours", "holds")
+PART_KEYS = ("what", "estimate", "interval", "threshold", "direction", "n")
+VERDICTS = ("holds", "contradicted", "inconclusive")
+MIN_UNITS = 3  # paired seeds (or units) a `holds` must rest on
+SEEDS_NEEDED_CAP = 100
 PERF_KEYS = ("id", "what")
 # results file name -> the mode it must declare (None: any)
 RESULT_FILES = {"quick.json": "quick", "paper.json": "paper", "gpu-smoke.json": None}
@@ -103,6 +114,105 @@ def tolerance_problems(tol: Any) -> list[str]:
     return problems
 
 
+def part_verdict(p: dict[str, Any]) -> str:
+    lo, hi = p["interval"]
+    if lo is None or hi is None:
+        return "inconclusive"
+    t = p["threshold"]
+    if p["direction"] == ">":
+        return "holds" if lo > t else ("contradicted" if hi < t else "inconclusive")
+    return "holds" if hi < t else ("contradicted" if lo > t else "inconclusive")
+
+
+def verdict_of(parts: list[dict[str, Any]]) -> str:
+    """The verdict that a claim's parts imply (CONVENTIONS.md section 6)."""
+    each = [part_verdict(p) for p in parts]
+    if "contradicted" in each:
+        return "contradicted"
+    if each and all(v == "holds" for v in each) and all(p["n"] >= MIN_UNITS for p in parts):
+        return "holds"
+    return "inconclusive"
+
+
+def seeds_needed(p: dict[str, Any]) -> int | None:
+    """n * (half width / |estimate - threshold|)^2 for an undecided part (capped at CAP + 1)."""
+    decided = part_verdict(p)
+    if decided == "holds" and p["n"] < MIN_UNITS:
+        return MIN_UNITS
+    if decided != "inconclusive":
+        return None
+    lo, hi = p["interval"]
+    gap = abs(p["estimate"] - p["threshold"])
+    if lo is None or hi is None or gap == 0:
+        return SEEDS_NEEDED_CAP + 1
+    need = math.ceil(p["n"] * ((hi - lo) / 2 / gap) ** 2)
+    return min(max(need, p["n"] + 1), SEEDS_NEEDED_CAP + 1)
+
+
+def part_problems(p: Any, where: str) -> list[str]:
+    if not isinstance(p, dict):
+        return [f"{where} is not an object"]
+    problems = [f"{where} lacks '{k}'" for k in PART_KEYS if k not in p]
+    if problems:
+        return problems
+    interval = p["interval"]
+    if not (isinstance(interval, list) and len(interval) == 2):
+        return [f"{where}: interval must be [lo, hi]"]
+    lo, hi = interval
+    if (lo is None) != (hi is None) or not all(v is None or is_number(v) for v in interval):
+        problems.append(f"{where}: interval must be two numbers (or two nulls: not computable)")
+    elif lo is not None and lo > hi:
+        problems.append(f"{where}: interval [{lo}, {hi}] is reversed")
+    if not is_number(p["estimate"]) or not is_number(p["threshold"]):
+        problems.append(f"{where}: estimate and threshold must be finite numbers")
+    if p["direction"] not in (">", "<"):
+        problems.append(f"{where}: direction must be '>' or '<', got {p['direction']!r}")
+    if not isinstance(p["n"], int) or isinstance(p["n"], bool) or p["n"] < 1:
+        problems.append(f"{where}: n must be a whole number >= 1, got {p['n']!r}")
+    return problems
+
+
+def claim_problems(c: dict[str, Any], name: str) -> list[str]:
+    """A structured claim whose stored verdict, holds or seeds_needed does not follow."""
+    test = c.get("test")
+    if test is None:
+        if "verdict" in c:
+            return [f"claim {name}: a 'verdict' needs the 'test' parts it rests on"]
+        return []
+    if not isinstance(test, list) or not test:
+        return [f"claim {name}: 'test' must be a non-empty list of parts"]
+    problems = [q for i, p in enumerate(test) for q in part_problems(p, f"claim {name} part {i}")]
+    if problems:
+        return problems
+    if "verdict" not in c:
+        return [f"claim {name}: has 'test' but no 'verdict' line"]
+    expected = verdict_of(test)
+    if c["verdict"] != expected:
+        why = ""
+        if expected == "inconclusive" and all(part_verdict(p) == "holds" for p in test):
+            why = f" (a holds needs >= {MIN_UNITS} paired units)"
+        problems.append(
+            f"claim {name}: stored verdict {c['verdict']!r} does not follow from its numbers "
+            f"({expected!r}){why}"
+        )
+    if c.get("holds") is not (expected == "holds"):
+        problems.append(f"claim {name}: 'holds' must be {expected == 'holds'} (verdict {expected})")
+    if expected == "inconclusive":
+        needed = [s for s in map(seeds_needed, test) if s is not None]
+        if needed and c.get("seeds_needed") != max(needed):
+            problems.append(
+                f"claim {name}: seeds_needed must be {max(needed)}, got {c.get('seeds_needed')!r}"
+            )
+    return problems
+
+
+def claim_verdict(c: dict[str, Any]) -> str:
+    """holds / contradicted / inconclusive, or 'not held' for a claim in the older form."""
+    if c.get("test"):
+        return verdict_of(c["test"])
+    return "holds" if c.get("holds") else "not held"
+
+
 def validate_results(data: Any, slug: str | None = None, mode: str | None = None) -> list[str]:
     """Return one message per problem in a parsed results document (empty list: valid)."""
     if not isinstance(data, dict):
@@ -135,6 +245,7 @@ def validate_results(data: Any, slug: str | None = None, mode: str | None = None
             problems.append(
                 f"claim {name}: 'paper' is empty (give the paper's number or say what it reports)"
             )
+        problems += claim_problems(c, name)
     perf = data.get("performance", [])
     if not isinstance(perf, list):
         problems.append("performance must be a list")

@@ -5,7 +5,7 @@
 
 Timings are excluded (top-level wall_seconds, created, environment, performance, and every metric
 whose name has a timing token: s, seconds, ms, time, wall, latency, ...; see schema.is_timing_key).
-Numbers must agree within the committed file's `tolerance` {"rtol", "atol", "exclude": [names],
+Claims' verdicts must agree exactly. Numbers must agree within the committed file's `tolerance` {"rtol", "atol", "exclude": [names],
 "why"} (default rtol 1e-6, atol 1e-9: a deterministic bench reproduces to print precision).
 Exit 0 when they agree, 1 with one line per difference otherwise, 2 on unreadable input.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from schema import is_number, is_timing_key
+from schema import claim_verdict, is_number, is_timing_key
 
 DEFAULT_RTOL, DEFAULT_ATOL = 1e-6, 1e-9
 
@@ -72,12 +72,14 @@ def verify(committed: dict[str, Any], rerun: dict[str, Any]) -> list[str]:
     diffs += compare(
         committed.get("metrics", {}), rerun.get("metrics", {}), "metrics", rtol, atol, exclude
     )
-    old_claims = {c.get("id"): c.get("holds") for c in committed.get("claims", [])}
-    new_claims = {c.get("id"): c.get("holds") for c in rerun.get("claims", [])}
+    # verdicts must agree exactly (holds / contradicted / inconclusive; 'not held' in the older form)
+    old_claims = {c.get("id"): claim_verdict(c) for c in committed.get("claims", [])}
+    new_claims = {c.get("id"): claim_verdict(c) for c in rerun.get("claims", [])}
     for cid in sorted(set(old_claims) | set(new_claims), key=str):
         if old_claims.get(cid) != new_claims.get(cid):
             diffs.append(
-                f"claim {cid}: holds committed {old_claims.get(cid)!r}, re-run {new_claims.get(cid)!r}"
+                f"claim {cid}: verdict committed {old_claims.get(cid)!r}, "
+                f"re-run {new_claims.get(cid)!r}"
             )
     return diffs
 

@@ -89,3 +89,13 @@ def test_gpu_smoke_must_be_cli_arguments(tree, capsys):
     (tree / "meta.toml").write_text(meta.replace('claim = "it works"\n', bad, 1))
     assert main(["--root", str(tree), "--paper", "good"]) == 1
     assert "must not set --device" in capsys.readouterr().out
+
+
+def test_meta_verdict_line_is_required_and_short(tree, capsys):
+    meta = (tree / "meta.toml").read_text()
+    (tree / "meta.toml").write_text(meta.replace('verdict = "It works."\n', "", 1))
+    assert main(["--root", str(tree)]) == 1
+    assert "good: meta.toml lacks 'verdict'" in capsys.readouterr().out
+    (tree / "meta.toml").write_text(meta.replace("It works.", "x" * 121, 1))
+    assert main(["--root", str(tree)]) == 1
+    assert "'verdict' is 121 characters" in capsys.readouterr().out

@@ -133,3 +133,68 @@ def test_tolerance_needs_numbers_and_a_reason():
 )
 def test_timing_keys(name, timing):
     assert is_timing_key(name) is timing
+
+
+def structured(interval, n=3, direction=">", threshold=0.0, estimate=1.0, **claim) -> dict:
+    data = good_results("p")
+    part = {
+        "what": "A - B",
+        "estimate": estimate,
+        "interval": list(interval),
+        "level": 0.95,
+        "method": "paired t over seeds",
+        "threshold": threshold,
+        "direction": direction,
+        "n": n,
+        "unit": "points",
+    }
+    data["claims"][0].update({"test": [part], **claim})
+    return data
+
+
+@pytest.mark.parametrize(
+    ("interval", "n", "verdict", "holds", "extra"),
+    [
+        ((0.5, 1.5), 3, "holds", True, {}),
+        ((-3.0, -1.0), 3, "contradicted", False, {}),
+        ((-0.5, 2.5), 3, "inconclusive", False, {"seeds_needed": 7}),
+    ],
+)
+def test_consistent_structured_claims_pass(interval, n, verdict, holds, extra):
+    data = structured(interval, n, verdict=verdict, holds=holds, **extra)
+    assert validate_results(data, "p") == []
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        # a holds whose interval crosses its threshold
+        (
+            structured((-0.5, 2.5), verdict="holds", holds=True),
+            "stored verdict 'holds' does not follow from its numbers ('inconclusive')",
+        ),
+        # a holds on two paired seeds
+        (
+            structured((0.5, 1.5), n=2, verdict="holds", holds=True),
+            "needs >= 3 paired units",
+        ),
+        # a missing verdict line
+        (structured((0.5, 1.5), holds=True), "has 'test' but no 'verdict' line"),
+        (structured((0.5, 1.5), verdict="holds", holds=False), "'holds' must be True"),
+        (
+            structured((-0.5, 2.5), verdict="inconclusive", holds=False, seeds_needed=3),
+            "seeds_needed must be 7",
+        ),
+        (structured((1.5, 0.5), verdict="holds", holds=True), "is reversed"),
+        (structured((0.5, 1.5), direction=">=", verdict="holds", holds=True), "direction must"),
+    ],
+)
+def test_inconsistent_structured_claims_are_rejected(data, message):
+    problems = validate_results(data, "p")
+    assert any(message in p for p in problems), problems
+
+
+def test_verdict_without_test_is_rejected():
+    data = good_results("p")
+    data["claims"][0]["verdict"] = "holds"
+    assert any("needs the 'test' parts" in p for p in validate_results(data, "p"))

@@ -34,7 +34,7 @@ def test_claims_seeds_and_missing_metrics_are_compared():
     new["seeds"] = [0, 1]
     del new["metrics"]["Base"]
     diffs = "\n".join(verify(old, new))
-    assert "claim tiny: holds committed False, re-run True" in diffs
+    assert "claim tiny: verdict committed 'not held', re-run 'holds'" in diffs
     assert "seeds: committed [0, 1, 2], re-run [0, 1]" in diffs
     assert "metrics.Base: missing in the re-run" in diffs
 
