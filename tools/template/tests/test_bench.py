@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
+
+import pytest
 
 from __package__.bench import run_bench
 
@@ -26,3 +29,23 @@ def test_bench_writes_schema(tiny):
     assert len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert all(c["verdict"] in ("holds", "contradicted", "inconclusive") for c in doc["claims"])
+
+
+def test_seeds_as_separate_jobs_merge_to_the_same_results(tiny, tmp_path):
+    """Two partial files (one seed each) merged = one bench over both seeds (tools/launch.py)."""
+    whole = run_bench(dataclasses.replace(tiny, seeds=(0, 1)))
+    parts = []
+    for seed in (0, 1):
+        part = tmp_path / f"part{seed}.json"
+        run_bench(dataclasses.replace(tiny, seeds=(seed,), partial_out=str(part)))
+        parts.append(str(part))
+    merged = run_bench(
+        dataclasses.replace(tiny, merge=tuple(parts), results_dir=str(tmp_path / "m"))
+    )
+    # equal up to float rounding (BLAS may sum in another order from one call to the next)
+    for method, metrics in whole["metrics"].items():
+        for name, summary in metrics.items():
+            got = merged["metrics"][method][name]["values"]
+            assert got == pytest.approx(summary["values"], rel=1e-9), (method, name)
+    assert [c["verdict"] for c in merged["claims"]] == [c["verdict"] for c in whole["claims"]]
+    assert merged["seeds"] == [0, 1]

@@ -286,3 +286,23 @@ def test_no_import_circles():
     for module in sorted(graph):
         if module not in state:
             visit(module, [])
+
+
+def test_partial_and_merge_are_checked(started, tmp_path, capsys):
+    """A bench that does not split by seed refuses --partial-out; a merge reads only partial
+    files of this paper and preset, each seed once."""
+    if not getattr(hooks, "SPLITS_BY_SEED", False):
+        assert cli.main(["bench", "--partial-out", str(tmp_path / "p.json")]) == 2
+        assert "does not split by seed" in one_line_error(capsys)
+        return
+    paper = PRESETS["quick"]
+    a = results.write_partial(tmp_path / "a.json", "x", paper.name, {0: {"m": 1}}, 1.0, "cpu")
+    assert a["partial"] and a["per_seed"] == {"0": {"m": 1}}
+    results.write_partial(tmp_path / "b.json", "x", paper.name, {0: {"m": 2}}, 1.0, "cpu")
+    with pytest.raises(ValueError, match="seed 0 is also in"):
+        results.read_partials([str(tmp_path / "a.json"), str(tmp_path / "b.json")], "x", "quick")
+    with pytest.raises(ValueError, match="expected 'y'"):
+        results.read_partials([str(tmp_path / "a.json")], "y", "quick")
+    results.atomic_write_json(tmp_path / "full.json", {"paper": "x"})
+    with pytest.raises(ValueError, match="not a partial results file"):
+        results.read_partials([str(tmp_path / "full.json")], "x", "quick")

@@ -13,6 +13,7 @@ import dataclasses
 import io
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import tyro
@@ -97,6 +98,13 @@ def prepare(command: str, argv: list[str]) -> Config:
     if device != cfg.device:
         cfg = dataclasses.replace(cfg, device=device)
     spec = hooks.COMMANDS[command]
+    if (cfg.partial_out or cfg.merge) and not getattr(hooks, "SPLITS_BY_SEED", False):
+        raise ValueError(
+            "--partial-out/--merge: this project's bench does not split by seed yet "
+            "(hooks.SPLITS_BY_SEED is not set)"
+        )
+    if cfg.partial_out:
+        check_writable_dir(Path(cfg.partial_out).parent, "--partial-out")
     for field in spec.writes:
         path = results_dir_of(cfg) if field == "results_dir" else getattr(cfg, field)
         check_writable_dir(path, "--" + field.replace("_", "-"))

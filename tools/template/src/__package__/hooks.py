@@ -24,6 +24,8 @@ def bench(cfg: Config) -> dict[str, Any]:
     from .bench import run_bench
 
     doc = run_bench(cfg)
+    if doc.get("partial"):
+        return {"partial": cfg.partial_out, "seeds": sorted(map(int, doc["per_seed"]))}
     return {
         "results": str(results_dir_of(cfg) / f"{cfg.name}.json"),
         "claims": {c["id"]: c.get("verdict", c["holds"]) for c in doc["claims"]},
@@ -39,3 +41,6 @@ COMMANDS = {
         ("out", "results_dir"),
     ),
 }
+
+# bench honours --partial-out / --merge (bench.py is split into run_seed and finish)
+SPLITS_BY_SEED = True

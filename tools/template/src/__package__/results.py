@@ -11,6 +11,8 @@ import os
 import platform
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -304,3 +306,72 @@ def results_document(
     if performance:
         doc["performance"] = performance
     return {**doc, **extra}
+
+
+# --- a bench split over seeds: partial files, one merge (tools/launch.py runs one job per seed) ---
+
+
+def write_partial(
+    path: str | Path,
+    paper: str,
+    mode: str,
+    per_seed: dict[int, Any],
+    wall_seconds: float,
+    device: str,
+) -> dict[str, Any]:
+    """One job's share of a bench: the raw per-seed outputs, no claims (those need every seed)."""
+    doc = {
+        "paper": paper,
+        "mode": mode,
+        "partial": True,
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+        "environment": environment(device),
+        "wall_seconds": round(float(wall_seconds), 2),
+        "per_seed": {str(seed): out for seed, out in per_seed.items()},
+    }
+    atomic_write_json(path, doc)
+    return doc
+
+
+def read_partials(paths: list[str], paper: str, mode: str) -> tuple[dict[int, Any], float]:
+    """Per-seed outputs of several partial files of this paper and preset; every seed once."""
+    per_seed: dict[int, Any] = {}
+    wall = 0.0
+    for path in paths:
+        doc = read_json(path, "partial results file")
+        if not isinstance(doc, dict) or not doc.get("partial"):
+            raise ValueError(f"{path}: not a partial results file (bench --partial-out writes one)")
+        if (doc.get("paper"), doc.get("mode")) != (paper, mode):
+            raise ValueError(
+                f"{path}: holds {doc.get('paper')!r} preset {doc.get('mode')!r}, "
+                f"expected {paper!r} preset {mode!r}"
+            )
+        for seed, out in doc["per_seed"].items():
+            if int(seed) in per_seed:
+                raise ValueError(f"{path}: seed {seed} is also in an earlier partial file")
+            per_seed[int(seed)] = out
+        wall += float(doc.get("wall_seconds", 0.0))
+    return dict(sorted(per_seed.items())), wall
+
+
+def drive_bench(
+    cfg: Any,
+    paper: str,
+    run_seed: Callable[[Any, int], Any],
+    finish: Callable[[Any, dict[int, Any], float], dict[str, Any]],
+    progress: Callable[..., Any] | None = None,
+) -> dict[str, Any]:
+    """Run a bench seed by seed: every seed then `finish` (claims, results file); with
+    cfg.partial_out, only this job's seeds into a partial file; with cfg.merge, `finish` over the
+    seeds of the partial files. `run_seed(cfg, seed)` returns JSON-able per-seed outputs."""
+    if cfg.merge:
+        per_seed, wall = read_partials(list(cfg.merge), paper, cfg.name)
+        return finish(cfg, per_seed, wall)
+    start = time.perf_counter()
+    seeds = progress(cfg.seeds, "seeds", cfg.quiet) if progress else cfg.seeds
+    per_seed = {int(seed): run_seed(cfg, int(seed)) for seed in seeds}
+    wall = time.perf_counter() - start
+    if cfg.partial_out:
+        return write_partial(cfg.partial_out, paper, cfg.name, per_seed, wall, cfg.device)
+    return finish(cfg, per_seed, wall)

@@ -58,6 +58,11 @@ class RunConfig:
     results/ is written only when asked for (--results-dir results, as the nox sessions do)."""
     quiet: bool = False
     """No progress output (bars on a terminal, one line per stage otherwise)."""
+    partial_out: str = ""
+    """bench: run only --seeds and write their raw outputs to this file, no claims (one job of a
+    bench spread over machines; tools/launch.py)."""
+    merge: tuple[str, ...] = ()
+    """bench: compute the claims and the results file from these partial files instead of running."""
 
 
 @dataclasses.dataclass(frozen=True)
