@@ -202,6 +202,10 @@ def test_corrupt_json_error_names_the_file(tmp_path):
         results.read_json(bad, "metrics file")
     with pytest.raises(ValueError, match="no such"):
         results.read_json(tmp_path / "none.json")
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="holds a list, expected a dict"):
+        results.read_json(bad, "metrics file")
+    assert results.read_json(bad, kind=None) == [1, 2]
 
 
 def test_corrupt_checkpoint_error_names_the_file(tmp_path):

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         result = run(command, rest)
-    except ValueError as exc:
+    except (ValueError, FloatingPointError) as exc:  # misuse; a loss that diverged (lr too high)
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a path that became unwritable after the checks, a full disk

@@ -66,15 +66,21 @@ def save_figure(fig: Any, path: str | Path) -> None:
     atomic_write_bytes(path, figure_png(fig))
 
 
-def read_json(path: str | Path, what: str = "file") -> Any:
-    """Parse a JSON file; a missing or corrupt one is a ValueError naming it."""
+def read_json(path: str | Path, what: str = "file", kind: type | None = dict) -> Any:
+    """Parse a JSON file; a missing or corrupt one, or one whose top level is not `kind` (an
+    object by default; None: anything), is a ValueError naming it."""
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except FileNotFoundError:
         raise ValueError(f"{path}: no such {what}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: unreadable {what} ({exc}); delete it and run again") from None
+    if kind is not None and not isinstance(data, kind):
+        raise ValueError(
+            f"{path}: the {what} holds a {type(data).__name__}, expected a {kind.__name__}"
+        )
+    return data
 
 
 def load_safetensors(path: str | Path) -> dict[str, Any]:
