@@ -25,17 +25,37 @@ GENERATED = (
     "src/__package__/results.py",
     "src/__package__/runtime.py",
     "tests/test_skeleton.py",
+    "CITATION.cff",
+    "LICENSE",
 )
-PLACEHOLDERS = ("slug", "package", "cli", "method", "title")
+PLACEHOLDERS = ("slug", "package", "cli", "method", "title", "paper_url", "authors_cff")
 
 
-def render(text: str, entry: dict[str, str], slug: str) -> str:
+def authors_cff(names: list[str]) -> str:
+    """CITATION.cff author entries: the last word is the family name."""
+    rows = []
+    for name in names:
+        given, _, family = name.strip().rpartition(" ")
+        rows.append(f'    - family-names: "{family}"\n      given-names: "{given}"')
+    return "\n".join(rows) or '    - name: "unknown"'
+
+
+def render(text: str, entry: dict, slug: str) -> str:
+    values = {
+        "slug": slug,
+        "paper_url": entry.get("paper", ""),
+        "authors_cff": authors_cff(entry.get("authors", [])),
+    }
     for key in PLACEHOLDERS:
-        text = text.replace(f"__{key}__", slug if key == "slug" else entry[key])
+        if f"__{key}__" in text:
+            text = text.replace(f"__{key}__", values[key] if key in values else entry[key])
     return text
 
 
 def header(template_path: str) -> str:
+    """The first line of a generated file that takes comments (none for LICENSE)."""
+    if not template_path.endswith((".py", ".cff")):
+        return ""
     named = template_path.replace("__package__", "<package>")
     return (
         f"# generated from tools/template/{named} by tools/sync.py; edit there, "

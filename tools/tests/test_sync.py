@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from check import main as check_main
-from sync import GENERATED, drift, main, papers
+from sync import GENERATED, authors_cff, drift, header, main, papers
 
 
 def test_conforming_tree_is_in_step(tree, capsys):
@@ -13,7 +13,7 @@ def test_conforming_tree_is_in_step(tree, capsys):
 
 def test_every_generated_file_names_its_template(tree):
     repo = tree / "repos" / "good"
-    for rel in GENERATED:
+    for rel in [r for r in GENERATED if header(r)]:
         path = repo / rel.replace("__package__", "good")
         first = path.read_text().splitlines()[0]
         assert first.startswith("# generated from tools/template/") and "edit there" in first
@@ -43,3 +43,17 @@ def test_missing_copy_is_reported_and_sync_restores_it(tree, capsys):
 def test_unknown_paper_is_an_error(tree, capsys):
     assert main(["--root", str(tree), "--paper", "nope"]) == 2
     assert "no [papers.nope]" in capsys.readouterr().err
+
+
+def test_citation_names_the_paper_and_its_authors(tree):
+    meta = (tree / "meta.toml").read_text()
+    meta = meta.replace(
+        'title = "Paper good"', 'title = "Paper good"\nauthors = ["Ada B. Lovelace"]', 1
+    )
+    (tree / "meta.toml").write_text(meta)
+    assert main(["--root", str(tree), "--paper", "good"]) == 0
+    cff = (tree / "repos" / "good" / "CITATION.cff").read_text()
+    assert 'title: "Paper good"' in cff and 'url: "https://x/good"' in cff
+    assert 'family-names: "Lovelace"\n      given-names: "Ada B."' in cff
+    assert authors_cff([]) == '    - name: "unknown"'
+    assert (tree / "repos" / "good" / "LICENSE").read_text().startswith("MIT License")
