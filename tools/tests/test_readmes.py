@@ -45,3 +45,37 @@ def test_uv_venv_is_not_followed_by_venv_pip(readme):
     for block in code_blocks(readme.read_text()):
         if re.search(r"\buv venv\b", block):
             assert ".venv/bin/pip " not in block, block
+
+
+def quick_start_commands(text: str) -> list[str]:
+    """Shell lines of the fenced blocks in a README's Quick start section."""
+    section = text.split("## Quick start", 1)[-1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(?:bash|sh|console)?\n(.*?)```", section, re.DOTALL)
+    return [line.strip() for b in blocks for line in b.splitlines() if line.strip()]
+
+
+def needs_uv(commands: list[str]) -> bool:
+    """True when the first environment step is uv's (uv is an option, never a requirement)."""
+    for line in commands:
+        if line.startswith("#"):
+            continue
+        if re.match(r"(python3? -m venv|pip install|\./run|cd )", line):
+            return False
+        if re.match(r"(uv |uvx )", line):
+            return True
+    return False
+
+
+def test_the_uv_detector():
+    assert needs_uv(["uv venv .venv", "uv pip install -e ."])
+    assert not needs_uv(["# make it", "python3 -m venv .venv && . .venv/bin/activate", "uv pip x"])
+
+
+@pytest.mark.parametrize(
+    "readme", [r for r in READMES if r.parent != ROOT], ids=lambda p: p.parent.name
+)
+def test_quick_start_works_with_plain_pip(readme):
+    """A newcomer's first commands need Python and pip only (issue: eight began with uv venv)."""
+    commands = quick_start_commands(readme.read_text())
+    assert commands, "the Quick start has no command block"
+    assert not needs_uv(commands), commands[:3]
