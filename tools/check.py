@@ -71,7 +71,12 @@ def check_meta(meta: dict, root: Path) -> list[str]:
                 f"{slug}: meta.toml 'no_deps' must be a list of exact pins 'name==version'"
             )
         smoke = entry.get("gpu_smoke", [])
-        if not isinstance(smoke, list) or not all(isinstance(arg, str) for arg in smoke):
+        if not smoke:
+            problems.append(
+                f"{slug}: meta.toml lacks 'gpu_smoke' (CLI arguments running the full preset at "
+                "tiny size; each project's tests run them on the CPU)"
+            )
+        elif not isinstance(smoke, list) or not all(isinstance(arg, str) for arg in smoke):
             problems.append(
                 f"{slug}: meta.toml 'gpu_smoke' must be a list of CLI arguments (strings)"
             )

@@ -14,6 +14,7 @@ by editing a copy. tools/new.py renders the same files (and the project-owned st
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import tomllib
 from pathlib import Path
@@ -28,7 +29,16 @@ GENERATED = (
     "CITATION.cff",
     "LICENSE",
 )
-PLACEHOLDERS = ("slug", "package", "cli", "method", "title", "paper_url", "authors_cff")
+PLACEHOLDERS = (
+    "slug",
+    "package",
+    "cli",
+    "method",
+    "title",
+    "paper_url",
+    "authors_cff",
+    "gpu_smoke",
+)
 
 
 def authors_cff(names: list[str]) -> str:
@@ -45,6 +55,8 @@ def render(text: str, entry: dict, slug: str) -> str:
         "slug": slug,
         "paper_url": entry.get("paper", ""),
         "authors_cff": authors_cff(entry.get("authors", [])),
+        # inside a double-quoted Python string in the template: shlex quotes with single quotes
+        "gpu_smoke": shlex.join(entry.get("gpu_smoke", [])).replace('"', '\\"'),
     }
     for key in PLACEHOLDERS:
         if f"__{key}__" in text:

@@ -103,6 +103,7 @@ def tree(tmp_path):
             f'[papers.{slug}]\ntitle = "Paper {slug}"\nmethod = "M-{slug}"\npaper = "https://x/{slug}"\n'
             f'official_code = ""\nframework = "torch"\npath = "repos/{slug}"\npackage = "{slug}"\n'
             f'cli = "{slug}"\nclaim = "it works"\nverdict = "It works."\n'
+            'gpu_smoke = ["bench", "--preset", "full", "--steps", "1"]\n'
         )
     (tmp_path / "meta.toml").write_text("\n".join(entries))
     (tmp_path / "README.md").write_text(README)

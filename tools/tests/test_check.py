@@ -81,14 +81,25 @@ def test_no_deps_must_be_exact_pins(tree, capsys):
 
 
 def test_gpu_smoke_must_be_cli_arguments(tree, capsys):
+    from sync import main as sync
+
     meta = (tree / "meta.toml").read_text()
-    smoke = 'claim = "it works"\ngpu_smoke = ["bench", "--preset", "full", "--seeds", "0"]\n'
-    (tree / "meta.toml").write_text(meta.replace('claim = "it works"\n', smoke, 1))
+    old = 'gpu_smoke = ["bench", "--preset", "full", "--steps", "1"]\n'
+    smoke = 'gpu_smoke = ["bench", "--preset", "full", "--seeds", "0"]\n'
+    (tree / "meta.toml").write_text(meta.replace(old, smoke, 1))
+    assert main(["--root", str(tree), "--paper", "good"]) == 1  # the rendered test is stale
+    assert "tests/test_skeleton.py: differs" in capsys.readouterr().out
+    assert sync(["--root", str(tree), "--paper", "good"]) == 0
     assert main(["--root", str(tree), "--paper", "good"]) == 0
-    bad = 'claim = "it works"\ngpu_smoke = ["bench", "--device", "cuda"]\n'
-    (tree / "meta.toml").write_text(meta.replace('claim = "it works"\n', bad, 1))
+    assert "--seeds 0" in (tree / "repos/good/tests/test_skeleton.py").read_text()
+    (tree / "meta.toml").write_text(
+        meta.replace(old, 'gpu_smoke = ["bench", "--device", "cuda"]\n', 1)
+    )
     assert main(["--root", str(tree), "--paper", "good"]) == 1
     assert "must not set --device" in capsys.readouterr().out
+    (tree / "meta.toml").write_text(meta.replace(old, "", 1))
+    assert main(["--root", str(tree), "--paper", "good"]) == 1
+    assert "good: meta.toml lacks 'gpu_smoke'" in capsys.readouterr().out
 
 
 def test_meta_verdict_line_is_required_and_short(tree, capsys):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from __package__ import cli, hooks, results, runtime
 from __package__.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
+# meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
+GPU_SMOKE = shlex.split("__gpu_smoke__")
 
 
 @pytest.fixture
@@ -310,3 +313,19 @@ def test_partial_and_merge_are_checked(started, tmp_path, capsys):
     results.atomic_write_json(tmp_path / "full.json", {"paper": "x"})
     with pytest.raises(ValueError, match="not a partial results file"):
         results.read_partials([str(tmp_path / "full.json")], "x", "quick")
+
+
+@pytest.mark.skipif(not GPU_SMOKE, reason="meta.toml has no gpu_smoke for this paper")
+def test_gpu_smoke_command_runs_on_cpu(tmp_path, monkeypatch):
+    """The command `./run -s gpu-smoke` runs on CUDA, here on the CPU: the full preset's code
+    path end to end at tiny size, so it cannot rot between GPU runs."""
+    monkeypatch.chdir(tmp_path)
+    out, res = tmp_path / "run", tmp_path / "results"
+    argv = [*GPU_SMOKE, "--device", "cpu", "--results-dir", str(res)]
+    if "--out" not in GPU_SMOKE:
+        argv += ["--out", str(out)]
+    assert cli.main(argv) == 0
+    written = sorted(res.glob("*.json"))
+    assert len(written) == 1, written
+    doc = results.read_json(written[0])
+    assert doc["claims"] and doc["environment"]["device"] == "cpu"
