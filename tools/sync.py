@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = Path(__file__).resolve().parent / "template"
 GENERATED = (
     "src/__package__/cli.py",
+    "src/__package__/commands.py",
     "src/__package__/results.py",
     "src/__package__/runtime.py",
     "tests/test_skeleton.py",

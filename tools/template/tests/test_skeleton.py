@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from __package__ import cli, hooks, results, runtime
+from __package__ import cli, commands, hooks, results, runtime
 from __package__.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
@@ -329,3 +329,10 @@ def test_gpu_smoke_command_runs_on_cpu(tmp_path, monkeypatch):
     assert len(written) == 1, written
     doc = results.read_json(written[0])
     assert doc["claims"] and doc["environment"]["device"] == "cpu"
+
+
+def test_raw_command_parser_misuse_is_a_value_error():
+    parser = commands.OneLineParser(prog="__cli__ x")
+    parser.add_argument("--n", type=int)
+    with pytest.raises(ValueError, match="__cli__ x: argument --n"):
+        parser.parse_args(["--n", "many"])
