@@ -251,6 +251,15 @@ def test_progress_prints_stages_without_a_terminal(capsys):
     assert list(runtime.progress(range(20), "loop")) == list(range(20))
     err = capsys.readouterr().err
     assert "loop: 20/20" in err and "left" in err
+    loss = iter(range(100, 0, -1))
+    assert list(runtime.progress(range(4), "fit", postfix=lambda: f"loss {next(loss)}")) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert "fit: 4/4" in last and last.endswith("loss 97")
     assert list(runtime.progress(range(3), "quiet", quiet=True)) == [0, 1, 2]
     assert capsys.readouterr().err == ""
 

@@ -226,9 +226,14 @@ def stage(message: str, quiet: bool = False) -> None:
 
 
 def progress(
-    items: Iterable[T], desc: str, quiet: bool = False, total: int | None = None
+    items: Iterable[T],
+    desc: str,
+    quiet: bool = False,
+    total: int | None = None,
+    postfix: Callable[[], str] | None = None,
 ) -> Iterator[T]:
-    """tqdm on a terminal; otherwise a line at about every 10% with elapsed time and an ETA."""
+    """tqdm on a terminal; otherwise a line at about every 10% with elapsed time and an ETA.
+    `postfix()` (e.g. the live loss) is shown after each item on the bar, and in each line."""
     if quiet:
         yield from items
         return
@@ -237,7 +242,11 @@ def progress(
     if _tty():
         from tqdm import tqdm
 
-        yield from tqdm(items, desc=desc, total=total, leave=False)
+        bar = tqdm(items, desc=desc, total=total, leave=False)
+        for item in bar:
+            yield item
+            if postfix is not None:
+                bar.set_postfix_str(postfix())
         return
     start, step = time.monotonic(), max(1, (total or 10) // 10)
     for i, item in enumerate(items, 1):
@@ -245,4 +254,5 @@ def progress(
         if total and (i % step == 0 or i == total):
             spent = time.monotonic() - start
             eta = spent / i * (total - i)
-            stage(f"{desc}: {i}/{total}, {spent:.0f}s spent, about {eta:.0f}s left")
+            note = f", {postfix()}" if postfix is not None else ""
+            stage(f"{desc}: {i}/{total}, {spent:.0f}s spent, about {eta:.0f}s left{note}")
