@@ -10,7 +10,7 @@ import pytest
 
 from mcl_nf.bench import compute_claims, run_bench
 from mcl_nf.data import write_skimage_photos
-from mcl_nf.results import paired_interval
+from mcl_nf.stats import paired_interval
 
 
 def test_bench_writes_schema_claims_and_figure(tiny):
@@ -39,6 +39,15 @@ def test_bench_writes_schema_claims_and_figure(tiny):
         f"{pre}fim-minus-mse-step{s}" for pre in ("", "audio_") for s in (1, 2)
     }
     assert (Path(tiny.results_dir) / "figures" / "psnr_and_forgetting.png").exists()
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(tiny, results_dir="", bench_signals=("audio",))
+    run_bench(cfg)
+    assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs/quick/figures/psnr_and_forgetting.png").exists()
+    assert not (tmp_path / "results").exists()
 
 
 def test_bench_computes_the_claims_for_the_nerf_family(tiny):

@@ -1,4 +1,5 @@
-"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+"""The command line's project-specific misuse (one clear line, exit 2), the photos command and the
+README quick start; the generic contract is test_skeleton.py."""
 
 from __future__ import annotations
 
@@ -14,17 +15,12 @@ from mcl_nf.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_help_lists_commands(capsys):
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fly"], "unknown command 'fly'"),
-        (["train", "--preset", "huge"], "--preset must be one of"),
-        (["train", "--inner-lr", "0"], "inner_lr must be > 0"),
+        (["train", "--inner-lr", "0"], "inner_lr must be > 0, got 0.0"),
+        (["train", "--eval-steps", "1", "0"], "eval_steps must be >= 1 for every entry"),
+        (["train", "--test-points", "-1"], "test_points must be >= 0"),
         (["train", "--meta-lr", "-1e-4"], "meta_lr must be > 0"),
         (["train", "--signal", "lidar"], "signal must be one of"),
         (["train", "--signal", "nerf", "--nerf-samples", "0"], "nerf_samples must be >= 1"),
@@ -36,14 +32,23 @@ def test_help_lists_commands(capsys):
         (["train", "--image-folder", "nowhere/at/all"], "does not exist"),
     ],
 )
-def test_misuse_exits_2_with_message(argv, message, capsys):
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a run that fails on its data has written config.json already
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1
 
 
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
+def test_photos_writes_pngs_and_its_misuse_is_one_line(tmp_path, capsys):
+    assert main(["photos", "--out", str(tmp_path / "p")]) == 0
+    written = json.loads(capsys.readouterr().out)
+    assert written and all(p.endswith(".png") and Path(p).exists() for p in written)
+    assert main(["photos", "--help"]) == 0
+    assert "--out DIR" in capsys.readouterr().out
+    for argv in (["photos", "--frames", "3"], ["photos", "--out", str(Path(written[0]) / "x")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
 
 
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
@@ -67,5 +72,7 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
         "--quiet",
     ]
     for argv in commands:
-        assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "mcl-nf"
+        flags = [] if argv[1] == "photos" else shrink  # photos has only --out
+        assert main(argv[1:] + flags) == 0, argv
+    assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["paper"] == "mcl-nf"
+    assert not (tmp_path / "results").exists()  # the committed results/ only on request

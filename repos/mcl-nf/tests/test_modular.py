@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from mcl_nf import baselines, data, train
+from mcl_nf import baselines, data, testtime, train
 from mcl_nf.modular import (
     adapt,
     broadcast,
@@ -168,7 +168,7 @@ def test_modules_do_not_forget_and_naive_fine_tuning_moves_sub_task_one(tiny):
     images = train.signals(cfg, "test", cfg.n_test)
     targets = train.split_targets(images, index)
     module, theta0 = init_params(cfg.hidden, cfg.omega0, 0)
-    ours = train.evaluate_modular(cfg, module, theta0, coords, targets, images, index, None)
+    ours = testtime.evaluate_modular(cfg, module, theta0, coords, targets, images, index, None)
     assert ours["forgetting_q1_db"] == 0.0
     single, init = init_params(cfg.single_hidden, cfg.omega0, 0)
     _, first = baselines.fit_single(single, init, coords, targets, 8, cfg.inner_lr, "naive")

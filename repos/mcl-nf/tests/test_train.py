@@ -13,7 +13,8 @@ from PIL import Image
 
 from mcl_nf.config import PHOTOS, PRESETS
 from mcl_nf.data import write_skimage_photos
-from mcl_nf.train import METHODS, evaluate, train_and_evaluate
+from mcl_nf.testtime import METHODS
+from mcl_nf.train import evaluate, train_and_evaluate
 
 
 def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
@@ -22,7 +23,25 @@ def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
     assert (tmp_path / "run" / "mcl_nf_init.safetensors").exists()
     assert {k.split("/")[0] for k in metrics} == set(METHODS)
     assert all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    # eval reloads the initialisations and fits the run's held-out signals again
+    assert evaluate(PRESETS["quick"], tmp_path / "run") == metrics
+
+
+def test_eval_fits_from_the_saved_initialisations(tiny, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(dataclasses.replace(tiny, signal="audio"), run)
+    (run / "metrics.json").unlink()
+    init = run / "mcl_nf_init.safetensors"
+    saved = load_file(str(init))
+    save_file({k: v * 0 for k, v in saved.items()}, str(init))
+    again = evaluate(tiny, run)
+    assert again["MCL-NF/psnr_step1"] != metrics["MCL-NF/psnr_step1"]
+    assert again["MOL/psnr_step1"] == metrics["MOL/psnr_step1"]  # its file is untouched
+    save_file({k: v[:1] for k, v in saved.items()}, str(init))
+    with pytest.raises(ValueError, match="mcl_nf_init.safetensors: parameters do not fit"):
+        evaluate(tiny, run)
 
 
 @pytest.mark.parametrize("signal", ["image", "nerf"])

@@ -29,6 +29,14 @@ def test_bench_writes_schema(tiny):
     assert (Path(tiny.results_dir) / "figures" / "quick-curves.png").stat().st_size > 0
 
 
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_bench(dataclasses.replace(tiny, results_dir="", rounds=1, bench_norm_arch=""))
+    assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs/quick/figures/quick-curves.png").exists()
+    assert not (tmp_path / "results").exists()
+
+
 def fake_metrics(acc: dict[str, list[float]], regrowth: dict[str, list[float]]) -> dict:
     """Per-seed metrics for the headline rows (alpha 0.1, s 0.9 and 0.95) of the quick preset."""
     out = {}

@@ -20,13 +20,30 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, method):
     metrics = train_and_evaluate(cfg, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["method"] == method
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    again = evaluate(PRESETS["quick"], tmp_path / "run")  # reloads model.safetensors
+    assert again == {k: metrics[k] for k in again}
     if method == "dense":
         assert metrics["final_density"] == 1.0
         assert metrics["comm_ratio"] == pytest.approx(1.0, abs=1e-3)  # a few biases stay 0
     else:
         assert metrics["final_density"] >= 1 - cfg.sparsity - 1e-9
         assert metrics["comm_ratio"] > 5
+
+
+def test_eval_tests_the_saved_model_not_the_metrics_file(tiny, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(dataclasses.replace(tiny, rounds=4), run)
+    (run / "metrics.json").unlink()
+    assert evaluate(tiny, run)["accuracy"] == metrics["accuracy"]
+    saved = load_file(str(run / "model.safetensors"))
+    save_file({k: v * 0 for k, v in saved.items()}, str(run / "model.safetensors"))
+    zeroed = evaluate(tiny, run)
+    assert zeroed["final_density"] == 0.0 and zeroed["accuracy"] < metrics["accuracy"]
+    save_file({k: v for k, v in list(saved.items())[1:]}, str(run / "model.safetensors"))
+    with pytest.raises(ValueError, match="model.safetensors: tensors do not fit the run's mlp"):
+        evaluate(tiny, run)
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):
@@ -103,8 +120,8 @@ def test_full_preset_runs_one_round_at_tiny_size(tmp_path):
 @pytest.mark.parametrize(
     ("field", "value", "message"),
     [
-        ("sparsity", 1.0, r"sparsity must be in \[0, 1\)"),
-        ("sparsity", -0.5, r"sparsity must be in \[0, 1\)"),
+        ("sparsity", 1.0, r"sparsity must lie in \[0, 1\)"),
+        ("sparsity", -0.5, r"sparsity must lie in \[0, 1\)"),
         ("beta", 0.0, "beta must be > 0"),
         ("alpha", -1.0, "alpha must be > 0"),
         ("clients_per_round", 50, "clients_per_round must be in"),

@@ -157,3 +157,15 @@ def test_paper_preset_writes_paper_json_and_figures_into_results_dir(tmp_path):
     assert doc["mode"] == "paper" and (tmp_path / "elsewhere" / "paper.json").exists()
     names = sorted(p.name for p in (tmp_path / "elsewhere" / "figures").glob("*.png"))
     assert names == ["paper-curves.png", "paper-step_cost.png", "paper-worst.png"]
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(
+        PRESETS["quick"], seeds=(0,), problems=("quadratic",), methods=("stch-set", "som"), **SHRINK
+    )
+    assert cfg.results_dir == ""
+    run_bench(cfg)
+    assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs/quick/figures/quick_worst.png").exists()
+    assert not (tmp_path / "results").exists()

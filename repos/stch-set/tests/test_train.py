@@ -22,7 +22,8 @@ def test_smoke_every_method_writes_config_and_finite_metrics(tiny, tmp_path, met
     assert set(metrics) == {"worst", "average", "seconds"}
     assert all(math.isfinite(v) for v in metrics.values())
     assert 0 <= metrics["average"] <= metrics["worst"]
-    assert evaluate(tmp_path / "run") == metrics
+    again = evaluate(tiny, tmp_path / "run")  # reloads the saved solutions, rebuilds the problem
+    assert again == {"worst": metrics["worst"], "average": metrics["average"]}
 
 
 @pytest.mark.parametrize("problem", ["linear", "nonlinear"])
@@ -43,6 +44,22 @@ def test_seeds_batched_together_equal_each_seed_alone(tiny, problem, method):
         alone = run_seeds(tiny, problem, method, (seed,), tiny.m, tiny.k)
         for key in ("worst", "average"):
             assert together[key][i] == pytest.approx(alone[key][0], rel=1e-4, abs=1e-6)
+
+
+def test_eval_scores_the_saved_solutions_not_the_metrics_file(tiny, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    cfg = dataclasses.replace(tiny, problem="nonlinear", seed=1)
+    metrics = train_and_evaluate(cfg, tmp_path)
+    (tmp_path / "metrics.json").unlink()
+    # eval takes the problem from the run's config.json, not from its own flags
+    assert evaluate(PRESETS["quick"], tmp_path)["worst"] == metrics["worst"]
+    saved = load_file(str(tmp_path / "solutions.safetensors"))
+    save_file({k: v * 0 for k, v in saved.items()}, str(tmp_path / "solutions.safetensors"))
+    assert evaluate(tiny, tmp_path)["worst"] != metrics["worst"]
+    save_file({"param0": saved["param0"][:1]}, str(tmp_path / "solutions.safetensors"))
+    with pytest.raises(ValueError, match="solutions.safetensors: solutions do not fit"):
+        evaluate(tiny, tmp_path)
 
 
 def test_official_init_is_a_different_start_of_the_same_problem(tiny, tmp_path):

@@ -16,15 +16,11 @@ import torch
 from . import data
 from .config import PHOTOS, Config
 from .modular import information_gain, information_gain_reference, init_params, maml_outer_loss
-from .results import (
-    atomic_write_json,
-    claim,
-    paired_interval,
-    results_document,
-    save_figure,
-    summarize,
-)
-from .train import CONTINUAL, METHODS, signals, split_targets, train_and_evaluate
+from .results import claim, results_document, summarize, write_results
+from .runtime import results_dir_of
+from .stats import paired_interval
+from .testtime import CONTINUAL, METHODS
+from .train import signals, split_targets, train_and_evaluate
 
 PAPER = "mcl-nf"
 STEP1_MARGIN_DB = 3.0
@@ -195,7 +191,7 @@ def ablations(metrics: dict, steps: tuple[int, ...], signal: str) -> list[dict]:
     ]
 
 
-def plot(metrics: dict, steps: tuple[int, ...], signals: tuple[str, ...], path: Path) -> None:
+def plot(metrics: dict, steps: tuple[int, ...], signals: tuple[str, ...]) -> plt.Figure:
     fig, axes = plt.subplots(len(signals), 2, figsize=(10, 3.8 * len(signals)), squeeze=False)
     for (ax1, ax2), signal in zip(axes, signals):
         pre = prefix(signal)
@@ -215,8 +211,7 @@ def plot(metrics: dict, steps: tuple[int, ...], signals: tuple[str, ...], path: 
         ax2.set(ylabel="PSNR drop of sub-task 1 (dB)", title=f"{signal}: forgetting")
         ax2.tick_params(axis="x", rotation=30)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def figure_name(preset: str) -> str:
@@ -225,7 +220,8 @@ def figure_name(preset: str) -> str:
 
 
 def run_bench(cfg: Config) -> dict:
-    """Every method on every signal family in cfg.bench_signals over cfg.seeds."""
+    """Every method on every signal family in cfg.bench_signals over cfg.seeds; per-seed runs go
+    to cfg.out, <results-dir>/<name>.json and its figure are written together at the end."""
     start = time.perf_counter()
     if cfg.image_folder == PHOTOS and not Path(PHOTOS).exists() and "image" in cfg.bench_signals:
         data.write_skimage_photos(PHOTOS)
@@ -241,12 +237,7 @@ def run_bench(cfg: Config) -> dict:
                 per_method[method].setdefault(prefix(signal) + metric, []).append(value)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     last = max(cfg.eval_steps)
-    plot(
-        metrics,
-        tuple(sorted(cfg.eval_steps)),
-        cfg.bench_signals,
-        Path(cfg.results_dir) / "figures" / figure_name(cfg.name),
-    )
+    figure = plot(metrics, tuple(sorted(cfg.eval_steps)), cfg.bench_signals)
     claims = [c for signal in cfg.bench_signals for c in compute_claims(metrics, last, signal)]
     steps = tuple(sorted(cfg.eval_steps))
     extra = {
@@ -262,7 +253,7 @@ def run_bench(cfg: Config) -> dict:
         time.perf_counter() - start,
         cfg.device,
         perf,
-        extra,
+        **extra,
     )
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, {figure_name(cfg.name): figure})
     return doc

@@ -1,102 +1,92 @@
 """Configuration: one frozen dataclass, one docstring line per field, and the presets.
 
-Every field is a command-line flag (`mcl-nf train --help`). Presets are plain instances; a
-command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+Every field is a command-line flag (`mcl-nf train --help`). Bounds stand beside their fields
+(`Annotated[int, Ge(1)]`, checked by runtime.check_bounds); `validate` adds the checks that involve
+several fields or a set of names. Presets are plain instances; a command-line flag overrides the
+preset's value. Nothing is derived in `__post_init__`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, MinLen, RunConfig, check_bounds
+
 SIGNALS = ("image", "audio", "video", "nerf")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data, initialisation and sampling."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and the meta-learned initialisations."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
-    threads: int = 1
+class Config(RunConfig):
+    threads: Annotated[int, Ge(1)] = 1
     """CPU threads for torch (tiny tensors: one thread avoids contention on shared cores)."""
     signal: str = "image"
     """Signal family of `train`: image (grid x grid blocks), audio or video (time segments), or nerf
     (toy city of grid x grid blocks, one sub-task per block's cameras)."""
-    bench_signals: tuple[str, ...] = ("image", "audio")
+    bench_signals: Annotated[tuple[str, ...], MinLen(1)] = ("image", "audio")
     """Signal families the benchmark runs, each over every seed."""
-    audio_length: int = 1024
+    audio_length: Annotated[int, Ge(1)] = 1024
     """Samples per audio clip."""
-    time_segments: int = 4
+    time_segments: Annotated[int, Ge(1)] = 4
     """Audio and video sub-tasks: the clip is cut into this many equal time segments, one module each."""
-    video_frames: int = 8
+    video_frames: Annotated[int, Ge(1)] = 8
     """Frames per video (each image_size x image_size RGB); a multiple of time_segments."""
-    image_size: int = 32
+    image_size: Annotated[int, Ge(1)] = 32
     """Side of the square RGB signals, in pixels."""
-    grid: int = 2
+    grid: Annotated[int, Ge(1)] = 2
     """Sub-tasks per side: the signal (image, or NeRF city) is cut into grid x grid blocks, one
     module each (t = grid^2)."""
     image_folder: str = ""
     """Folder of PNG/JPEG images replacing the procedural images (empty: procedural; audio
     unaffected). `mcl-nf photos --out DIR` writes scikit-image's sample photographs into DIR."""
-    crop_side: int = 0
+    crop_side: Annotated[int, Ge(0)] = 0
     """With --image-folder: 0 fits every image's centre square resized to image_size; N > 0 resizes
     it to N pixels and fits image_size crops of it (fresh random crops of the training images every
     meta-step; n_test fixed random crops of the held-out images)."""
-    test_images: int = 0
+    test_images: Annotated[int, Ge(0)] = 0
     """With --image-folder: images held out, the last ones of the sorted folder (0: n_test)."""
-    nerf_resolution: int = 8
+    nerf_resolution: Annotated[int, Ge(1)] = 8
     """NeRF: pixels per side of every view (one ray per pixel)."""
-    nerf_views: int = 4
+    nerf_views: Annotated[int, Ge(1)] = 4
     """NeRF: training views per city block (cameras on a sphere around the block), fitted."""
-    nerf_test_views: int = 2
+    nerf_test_views: Annotated[int, Ge(1)] = 2
     """NeRF: held-out views per block, between the training views; NeRF PSNR is measured on them."""
-    nerf_samples: int = 32
+    nerf_samples: Annotated[int, Ge(1)] = 32
     """NeRF: samples per ray (midpoints of equal bins between the ray's near and far bounds)."""
-    nerf_rays: int = 64
+    nerf_rays: Annotated[int, Ge(1)] = 64
     """NeRF: random rays per sub-task in each SGD step, at meta-training and test time (all if
     fewer)."""
-    hidden: int = 64
+    hidden: Annotated[int, Ge(1)] = 64
     """Hidden width of each module's SIREN (two hidden layers)."""
-    single_hidden: int = 128
+    single_hidden: Annotated[int, Ge(1)] = 128
     """Hidden width of the single-MLP baselines (about the parameter count of all modules)."""
-    omega0: float = 30.0
+    omega0: Annotated[float, Gt(0)] = 30.0
     """SIREN frequency omega_0 of the first layer."""
-    inner_steps: int = 3
+    inner_steps: Annotated[int, Ge(0)] = 3
     """MAML inner-loop SGD steps S during meta-training."""
-    inner_lr: float = 1e-2
+    inner_lr: Annotated[float, Gt(0)] = 1e-2
     """Inner-loop and test-time SGD learning rate alpha."""
     first_order: bool = False
     """First-order MAML (no backpropagation through the inner loop)."""
-    meta_steps: int = 100
+    meta_steps: Annotated[int, Ge(1)] = 100
     """Outer (meta) updates."""
-    meta_batch: int = 4
+    meta_batch: Annotated[int, Ge(1)] = 4
     """Signals per meta update."""
-    meta_lr: float = 1e-4
+    meta_lr: Annotated[float, Gt(0)] = 1e-4
     """Adam learning rate eta of the meta update."""
-    n_test: int = 4
+    n_test: Annotated[int, Ge(1)] = 4
     """Held-out signals fitted at test time."""
-    test_points: int = 0
+    test_points: Annotated[int, Ge(0)] = 0
     """Bound on the points (pixels, samples, or ray samples) of the held-out signals fitted at once:
     they are fitted in chunks of as many as fit (0: all n_test at once). Bounds GPU memory."""
-    eval_steps: tuple[int, ...] = (1, 16, 128)
+    eval_steps: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (1, 16, 128)
     """Test-time SGD steps per sub-task at which whole-signal PSNR is measured."""
-    fim_lambda: float = 1.0
+    fim_lambda: Annotated[float, Ge(0)] = 1.0
     """Strength lambda of the Fisher-information weights (0 gives plain MSE)."""
-    fim_damping: float = 0.01
+    fim_damping: Annotated[float, Gt(0)] = 0.01
     """Damping eps of the inverted batch Fisher in the information gain, in units of its mean."""
-    ewc_lambda: float = 100.0
+    ewc_lambda: Annotated[float, Ge(0)] = 100.0
     """EWC penalty strength."""
-    replay_points: int = 64
+    replay_points: Annotated[int, Ge(0)] = 64
     """Experience replay: points kept from each finished sub-task."""
 
 
@@ -120,7 +110,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         image_size=64,
         grid=4,
         hidden=256,
@@ -146,47 +136,12 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    for field in ("inner_lr", "meta_lr", "omega0", "fim_damping"):
-        if getattr(cfg, field) <= 0:
-            raise ValueError(f"{field} must be > 0, got {getattr(cfg, field)}")
-    for field in (
-        "threads",
-        "grid",
-        "hidden",
-        "single_hidden",
-        "meta_steps",
-        "meta_batch",
-        "n_test",
-    ):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
-    if cfg.inner_steps < 0 or cfg.fim_lambda < 0 or cfg.ewc_lambda < 0 or cfg.replay_points < 0:
-        raise ValueError("inner_steps, fim_lambda, ewc_lambda and replay_points must be >= 0")
-    if cfg.crop_side < 0 or cfg.test_images < 0:
-        raise ValueError(
-            f"crop_side and test_images must be >= 0, got {cfg.crop_side} and {cfg.test_images}"
-        )
+    check_bounds(cfg)
     if cfg.crop_side and cfg.crop_side < cfg.image_size:
         raise ValueError(f"crop_side {cfg.crop_side} must be >= image_size {cfg.image_size}")
-    if cfg.test_points < 0:
-        raise ValueError(f"test_points must be >= 0 (0: no bound), got {cfg.test_points}")
-    for field in (
-        "audio_length",
-        "time_segments",
-        "video_frames",
-        "nerf_resolution",
-        "nerf_views",
-        "nerf_test_views",
-        "nerf_samples",
-        "nerf_rays",
-    ):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     for signal in (cfg.signal, *cfg.bench_signals):
         if signal not in SIGNALS:
             raise ValueError(f"signal must be one of {SIGNALS}, got {signal!r}")
-    if not cfg.bench_signals:
-        raise ValueError("bench_signals must name at least one signal family")
     for field in ("audio_length", "video_frames"):
         if getattr(cfg, field) % cfg.time_segments:
             raise ValueError(
@@ -197,8 +152,4 @@ def validate(cfg: Config) -> Config:
         raise ValueError(
             f"image_size {cfg.image_size} does not split into grid={cfg.grid} equal blocks per side"
         )
-    if not cfg.eval_steps or min(cfg.eval_steps) < 1:
-        raise ValueError(f"eval_steps must be positive step counts, got {cfg.eval_steps}")
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
     return cfg

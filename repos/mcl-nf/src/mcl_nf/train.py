@@ -1,39 +1,31 @@
 """train_and_evaluate(cfg, workdir) -> metrics: meta-train, then fit held-out signals sub-task by
-sub-task with every method and score the whole signal (PSNR, SSIM) and forgetting."""
+sub-task with every method (testtime.py) and score the whole signal (PSNR, SSIM) and forgetting.
+evaluate(cfg, workdir) reloads the meta-learned initialisations a run saved and fits again."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 from safetensors.torch import save
-from skimage.metrics import structural_similarity
 from tqdm import tqdm
 
-from . import baselines, data
+from . import data
 from .config import Config, validate
-from .modular import (
-    Params,
-    Siren,
-    fields,
-    fit_modules,
-    init_params,
-    maml_outer_loss,
-    point_losses,
-)
+from .modular import Params, Siren, init_params, maml_outer_loss
 from .nerf import NerfField
-from .results import atomic_write_bytes, atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_json
+from .testtime import chunk_size, combine, evaluate_methods, fim_setting
 
-METHODS = ("Mean", "OL", "Naive", "EWC", "ER", "MOL", "Modules-random", "MCL-NF", "MCL-NF+FIM")
-"""Mean: the floor (every sample predicted as its signal's mean). Modules-random: MCL-NF's modules
-from their random initialisation (the method without its meta-learning). MCL-NF+FIM: the FIM loss
-in the inner loop of meta-training and at test time."""
-CONTINUAL = ("Naive", "EWC", "ER")
+INIT_FILES = {
+    "MCL-NF": "mcl_nf_init.safetensors",
+    "MCL-NF+FIM": "mcl_nf_fim_init.safetensors",
+    "MOL": "mol_init.safetensors",
+}
+"""The meta-learned initialisations a `train` run saves, by the method that starts from them."""
 
 
 @functools.cache
@@ -119,11 +111,6 @@ def new_field(cfg: Config, hidden: int, seed: int) -> tuple[Siren, Params]:
     return init_params(hidden, cfg.omega0, seed, cfg.device, *dims)
 
 
-def ray_batch(cfg: Config) -> tuple[int, int] | None:
-    """NeRF fits random batches of nerf_rays rays per SGD step (size, seed); others full batches."""
-    return (cfg.nerf_rays, cfg.seed) if cfg.signal == "nerf" else None
-
-
 def fitted_count(cfg: Config, m: int) -> int:
     """Samples per sub-task that are fitted: NeRF, the rays of the first nerf_views views of each
     block (the rest are held out for scoring); all m otherwise."""
@@ -192,130 +179,6 @@ def meta_batch(
     return coords.repeat(n, 1, 1), pixels.reshape(n * coords.shape[0], per_task, 3)
 
 
-def whole_signal(values: torch.Tensor) -> torch.Tensor:
-    """Per-signal mean over every pixel of every sub-task: (n, t, m) -> (n,)."""
-    return values.flatten(1).mean(1)
-
-
-def mean_psnr(mse: torch.Tensor) -> float:
-    return float(np.mean([data.psnr(v) for v in mse]))
-
-
-def final_scores(pred: torch.Tensor, values: torch.Tensor, index: torch.Tensor) -> dict[str, float]:
-    """SSIM of the reassembled images or video frames (scikit-image, data range 1); none for
-    audio. pred (n, N, C) in the partition's order."""
-    if values.ndim < 4:
-        return {}
-    n, channels = values.shape[0], values.shape[-1]
-    canvas = torch.zeros(n, values[0].numel() // channels, channels)
-    canvas[:, index.reshape(-1)] = pred.detach().cpu().clamp(0, 1)
-    frames = canvas.reshape(-1, *values.shape[-3:]).numpy()
-    refs = values.reshape(-1, *values.shape[-3:]).numpy()
-    ssim = [
-        structural_similarity(frame, ref, channel_axis=-1, data_range=1.0)
-        for frame, ref in zip(frames, refs)
-    ]
-    return {"ssim_final": float(np.mean(ssim))}
-
-
-def evaluate_modular(
-    cfg, module, theta0, coords, targets, values, index, fim, score=None
-) -> dict[str, float]:
-    """Fit module k on sub-task k only (k = 1..t in order, no replay), recording each module's
-    per-point error at every eval step; whole-signal PSNR at step s combines all modules at s.
-    PSNR is over the fitted samples, or over `score` = (coords, targets) when given (NeRF: the
-    held-out views, rendered by the module of their block); forgetting is on sub-task 1's fitted
-    samples; SSIM only when scoring what was fitted."""
-    n, t = targets.shape[:2]
-    last = max(cfg.eval_steps)
-    score_x, score_y = score if score is not None else (coords, targets)
-    errors = {s: torch.zeros(n, t, score_y.shape[2]) for s in cfg.eval_steps}
-    x0, y0 = coords[0].expand(n, -1, -1), targets[:, 0]
-    first: list[torch.Tensor] = []
-
-    def record(k: int, step: int, p: Params) -> None:
-        if step in errors:
-            x, y = score_x[k].expand(n, -1, -1), score_y[:, k]
-            errors[step][:, k] = point_losses(module, p, x, y).detach().cpu()
-        if k == 0 and step == last:
-            first.append(point_losses(module, p, x0, y0).mean(-1).detach().cpu())
-
-    finished = fit_modules(
-        module, theta0, coords, targets, last, cfg.inner_lr, fim, record, ray_batch(cfg)
-    )
-    out = {f"psnr_step{s}": mean_psnr(whole_signal(e)) for s, e in errors.items()}
-    # sub-task 1's error right after it was learned (recorded above) vs after all sub-tasks
-    final_first = point_losses(module, finished[0], x0, y0).mean(-1).detach().cpu()
-    out["forgetting_q1_db"] = mean_psnr(first[0]) - mean_psnr(final_first)
-    if score is None:
-        preds = [
-            module_pred(module, p, coords[k].expand(n, -1, -1)) for k, p in enumerate(finished)
-        ]
-        out.update(final_scores(torch.cat(preds, 1), values, index))
-    return out
-
-
-def module_pred(module: Siren, params: Params, coords: torch.Tensor) -> torch.Tensor:
-    return fields(module, params, coords).detach().cpu()
-
-
-def evaluate_single(
-    cfg, method, module, theta0, coords, targets, values, index, score=None
-) -> dict[str, float]:
-    """One MLP per signal: OL on all data at once, or naive / EWC / ER / MOL sequentially.
-    A sequential run with s steps per sub-task is its own trajectory (one per eval step); OL's
-    t * s steps for every s are prefixes of one trajectory, recorded on the way. PSNR, forgetting
-    and SSIM as in `evaluate_modular`."""
-    n, t = targets.shape[:2]
-    last = max(cfg.eval_steps)
-    all_x = coords.reshape(1, -1, coords.shape[-1]).expand(n, -1, -1)
-    score_x, score_y = score if score is not None else (coords, targets)
-    score_x = score_x.reshape(1, -1, score_x.shape[-1]).expand(n, -1, -1)
-    score_y = score_y.reshape(n, -1, score_y.shape[-1])
-    fitted: dict[int, Params] = {}
-    first_mse = None
-    if method == "OL":
-
-        def record(step: int, p: Params) -> None:
-            if step % t == 0 and step // t in cfg.eval_steps:
-                fitted[step // t] = {k: v.detach() for k, v in p.items()}
-
-        baselines.fit_offline(
-            module, theta0, coords, targets, last, cfg.inner_lr, record, ray_batch(cfg)
-        )
-    else:
-        kind = {"Naive": "naive", "MOL": "naive", "EWC": "ewc", "ER": "replay"}[method]
-        for s in sorted(cfg.eval_steps):
-            fitted[s], first = baselines.fit_single(
-                module,
-                theta0,
-                coords,
-                targets,
-                s,
-                cfg.inner_lr,
-                kind,
-                cfg.ewc_lambda,
-                cfg.replay_points,
-                cfg.seed,
-                ray_batch(cfg),
-            )
-            if s == last:
-                first_mse = first.cpu()
-    out = {
-        f"psnr_step{s}": mean_psnr(
-            point_losses(module, p, score_x, score_y).mean(-1).detach().cpu()
-        )
-        for s, p in sorted(fitted.items())
-    }
-    if score is None:
-        out.update(final_scores(module_pred(module, fitted[last], all_x), values, index))
-    if first_mse is not None:
-        x0, y0 = coords[0].expand(n, -1, -1), targets[:, 0]
-        final_first = point_losses(module, fitted[last], x0, y0).mean(-1).detach().cpu()
-        out["forgetting_q1_db"] = mean_psnr(first_mse) - mean_psnr(final_first)
-    return out
-
-
 def save_init(path: Path, params: Params) -> None:
     """An initialisation as safetensors, written atomically."""
     atomic_write_bytes(path, save({k: v.contiguous().cpu() for k, v in params.items()}))
@@ -330,27 +193,48 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
+    held = held_out(cfg)  # before meta-training: a bad signal fails at once
+    learned = {
+        "MCL-NF": meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF")[1],
+        "MCL-NF+FIM": meta_train(
+            cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF+FIM", fim=fim_setting(cfg)
+        )[1],
+        "MOL": meta_train(cfg, cfg.single_hidden, modular=False, desc="meta-train MOL")[1],
+    }
+    for method, params in learned.items():
+        save_init(workdir / INIT_FILES[method], params)
+    metrics = fit_held_out(cfg, learned, held)
+    atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def held_out(cfg: Config) -> tuple:
+    """The held-out signals as sub-tasks: (values, coords, index, targets, score)."""
     test_values = signals(cfg, "test", cfg.n_test)
     check(cfg, test_values)
     coords, index = layout(cfg)
     coords = coords.to(cfg.device)
     targets = split_targets(test_values, index).to(cfg.device)
     coords, targets, score = split_views(cfg, coords, targets)
+    return test_values, coords, index, targets, score
 
-    mod_module, mod_init = meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF")
-    _, fim_init = meta_train(
-        cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF+FIM", fim=fim_setting(cfg)
-    )
-    single_module, mol_init = meta_train(
-        cfg, cfg.single_hidden, modular=False, desc="meta-train MOL"
-    )
-    save_init(workdir / "mcl_nf_init.safetensors", mod_init)
-    save_init(workdir / "mcl_nf_fim_init.safetensors", fim_init)
-    save_init(workdir / "mol_init.safetensors", mol_init)
+
+def fit_held_out(cfg: Config, learned: dict[str, Params], held: tuple) -> dict[str, float]:
+    """Every method on the held-out signals, the meta-learned ones from `learned` (INIT_FILES'
+    keys), in chunks of chunk_size signals."""
+    test_values, coords, index, targets, score = held
+    mod_module, modules_random = new_field(cfg, cfg.hidden, cfg.seed)
+    single_module, _ = new_field(cfg, cfg.single_hidden, cfg.seed)
     _, random_init = new_field(cfg, cfg.single_hidden, cfg.seed + 1)
-    _, modules_random = new_field(cfg, cfg.hidden, cfg.seed)
-    inits = (mod_module, mod_init, fim_init, modules_random, single_module, mol_init, random_init)
-
+    inits = (
+        mod_module,
+        learned["MCL-NF"],
+        learned["MCL-NF+FIM"],
+        modules_random,
+        single_module,
+        learned["MOL"],
+        random_init,
+    )
     size = chunk_size(cfg, index)
     parts = []
     for start in range(0, cfg.n_test, size):
@@ -358,60 +242,36 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         args = (coords, targets[part], test_values[part], index)
         part_score = None if score is None else (score[0], score[1][part])
         parts.append((len(args[1]), evaluate_methods(cfg, inits, args, part_score)))
-    metrics = combine(parts)
-    atomic_write_json(workdir / "metrics.json", metrics)
-    return metrics
+    return combine(parts)
 
 
-def chunk_size(cfg: Config, index: torch.Tensor) -> int:
-    """Held-out signals fitted at once: all, or as many as keep their points under test_points
-    (a NeRF signal's points are its rays' samples)."""
-    if not cfg.test_points:
-        return cfg.n_test
-    per_signal = index.numel() * (cfg.nerf_samples if cfg.signal == "nerf" else 1)
-    return max(1, cfg.test_points // per_signal)
-
-
-def fim_setting(cfg: Config) -> tuple[float, float]:
-    return (cfg.fim_lambda, cfg.fim_damping)
-
-
-def mean_floor(cfg: Config, targets: torch.Tensor, score) -> dict[str, float]:
-    """The floor: every sample predicted as its signal's mean over the fitted samples."""
-    score_y = (score[1] if score is not None else targets).flatten(1, 2)
-    mean = targets.flatten(1, 2).mean(1, keepdim=True)
-    value = mean_psnr(((score_y - mean) ** 2).mean((1, 2)).cpu())
-    return {f"psnr_step{s}": value for s in cfg.eval_steps}
-
-
-def evaluate_methods(cfg: Config, inits: tuple, args: tuple, score) -> dict[str, float]:
-    """Every method on one batch of held-out signals; flat metrics 'METHOD/metric'."""
-    mod_module, mod_init, fim_init, modules_random, single_module, mol_init, random_init = inits
-    modular = functools.partial(evaluate_modular, cfg, mod_module)
-    results = {
-        "Mean": mean_floor(cfg, args[1], score),
-        "MCL-NF": modular(mod_init, *args, None, score),
-        "MCL-NF+FIM": modular(fim_init, *args, fim_setting(cfg), score),
-        "Modules-random": modular(modules_random, *args, None, score),
-        "MOL": evaluate_single(cfg, "MOL", single_module, mol_init, *args, score),
-    }
-    for method in ("OL", *CONTINUAL):
-        results[method] = evaluate_single(cfg, method, single_module, random_init, *args, score)
-    return {f"{m}/{k}": float(v) for m in METHODS for k, v in results[m].items()}
-
-
-def combine(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:
-    """Metrics of all held-out signals from those of chunks of n signals: every metric is a mean
-    over signals (or a difference of such means), so the chunks' means weighted by n."""
-    if len(parts) == 1:
-        return parts[0][1]
-    total = sum(n for n, _ in parts)
-    return {k: sum(n * m[k] for n, m in parts) / total for k in parts[0][1]}
-
-
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the initialisations a previous `train` saved in workdir and fit the run's held-out
+    signals again with every method (the run's config.json fixes seed, signal and sizes; this
+    command's own flags only choose the device and threads)."""
+    workdir = Path(workdir)
+    config_path = workdir / "config.json"
+    saved = read_json(config_path, "run config")
+    if not isinstance(saved, dict) or "signal" not in saved:
+        raise ValueError(f"{config_path}: not a config written by train (no signal field)")
+    fields = {f.name for f in dataclasses.fields(Config)} - {"device", "threads", "quiet", "out"}
+    try:
+        run_cfg = dataclasses.replace(
+            cfg,
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields},
+        )
+        validate(run_cfg)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{config_path}: not a usable run config ({exc})") from None
+    torch.set_num_threads(run_cfg.threads)
+    learned = {}
+    for method, name in INIT_FILES.items():
+        hidden = run_cfg.single_hidden if method == "MOL" else run_cfg.hidden
+        _, fresh = new_field(run_cfg, hidden, run_cfg.seed)
+        loaded = load_safetensors(workdir / name)
+        if {k: tuple(v.shape) for k, v in loaded.items()} != {
+            k: tuple(v.shape) for k, v in fresh.items()
+        }:
+            raise ValueError(f"{workdir / name}: parameters do not fit the run's {method} network")
+        learned[method] = {k: v.to(fresh[k]) for k, v in loaded.items()}
+    return fit_held_out(run_cfg, learned, held_out(run_cfg))

@@ -6,12 +6,14 @@ import dataclasses
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .baselines import LABELS
 from .config import Config, validate
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .results import claim, results_document, summarize, t_quantile, write_results
+from .runtime import results_dir_of
 from .train import train_and_evaluate
 
 PAPER = "sparsyfed"
@@ -19,7 +21,6 @@ ACC_GAP = 0.03  # "within 3 points of dense FedAvg"
 REGROWTH_FACTOR = 5.0  # CPU-scale stand-in for the paper's ~200x
 REGROWTH_FLOOR = 1e-6  # regrowth below this counts as this (ratios stay finite)
 NEAR_DENSE_MAX_S = 0.95  # the paper claims negligible loss up to 95% sparsity; 0.99 is reported
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 HEADLINE = ("dense", "topk", "flash", "sparsyfed_na", "sparsyfed", "sparsyfed_b1")
 FLOWER_SKIP = (
     "Flower run_simulation (Ray) timing is off in the presets (flower_rounds=0): on the shared "
@@ -60,7 +61,7 @@ def values(metrics: dict, key: str, metric: str) -> np.ndarray:
 def paired(diff: np.ndarray) -> dict:
     """Mean of per-seed paired differences with a two-sided 95% t interval."""
     n = len(diff)
-    half = T975.get(n - 1, 2.0) * float(diff.std(ddof=1)) / np.sqrt(n) if n > 1 else np.inf
+    half = t_quantile(n - 1) * float(diff.std(ddof=1)) / np.sqrt(n) if n > 1 else np.inf
     mean, half = float(diff.mean()), float(half)  # python floats: their comparisons are JSON bools
     return {"mean": mean, "lo": mean - half, "hi": mean + half, "n": n}
 
@@ -208,7 +209,8 @@ def comm_performance(cfg: Config, metrics: dict) -> list[dict]:
     return out
 
 
-def plot(cfg: Config, histories: dict[str, dict], path: Path) -> None:
+def plot(cfg: Config, histories: dict[str, dict]) -> Any:
+    """Accuracy, regrowth and client-mask IoU per round (a matplotlib figure)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -232,8 +234,7 @@ def plot(cfg: Config, histories: dict[str, dict], path: Path) -> None:
     axes[1].set_yscale("symlog", linthresh=1e-5)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{cfg.name} preset, seed {cfg.seeds[0]}")
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def finished_run(workdir: Path, run_cfg: Config) -> dict | None:
@@ -251,6 +252,8 @@ def finished_run(workdir: Path, run_cfg: Config) -> dict | None:
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every run of grid(cfg) over cfg.seeds (run folders under cfg.out); writes
+    <results-dir>/<name>.json and its figure together at the end."""
     validate(cfg)
     start = time.perf_counter()
     per_run: dict[str, dict[str, list[float]]] = {}
@@ -282,7 +285,7 @@ def run_bench(cfg: Config) -> dict:
         performance += flower_timing(dataclasses.replace(cfg, seed=cfg.seeds[0]))
     else:
         skipped.append({"id": "round-time-inprocess-vs-flower", "why": FLOWER_SKIP})
-    plot(cfg, histories, Path(cfg.results_dir) / "figures" / f"{cfg.name}-curves.png")
+    figure = plot(cfg, histories)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -299,5 +302,5 @@ def run_bench(cfg: Config) -> dict:
         "rounds": cfg.rounds,
         "runs": [list(r) for r in grid(cfg)],
     }
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, {f"{cfg.name}-curves.png": figure})
     return doc

@@ -1,19 +1,26 @@
-"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through."""
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through;
+evaluate(cfg, workdir) reloads the global model a run saved and tests it again."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.torch import save as safetensors_bytes
 from tqdm import tqdm
 
+from .baselines import method_spec
 from .config import Config, validate
-from .federated import run_federated
-from .results import atomic_write_json
+from .federated import accuracy, new_model, pruned_copy, run_federated, split_of
+from .powerprop import sparsy_layers
+from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_json
+from .sparsity import layer_densities, prunable_masks
+
+MODEL = "model.safetensors"
+"""The final global model (state dict) of a `train` run."""
 
 
 def summarize_run(
@@ -61,14 +68,49 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     state, hist, layers = run_federated(cfg, on_round)
     bar.close()
     metrics = summarize_run(cfg, state, hist, layers)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in state.items()}
+    atomic_write_bytes(workdir / MODEL, safetensors_bytes(tensors))
     atomic_write_json(workdir / "history.json", {"history": hist, "layer_density": layers})
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Load the global model a previous `train` saved in workdir and test it again: accuracy of
+    the dense aggregate and of its copy pruned to the run's sparsity, and its density. The run's
+    config.json fixes model, data and seed; this command's flags only choose device and threads."""
+    workdir = Path(workdir)
+    config_path = workdir / "config.json"
+    saved = read_json(config_path, "run config")
+    if not isinstance(saved, dict) or "arch" not in saved:
+        raise ValueError(f"{config_path}: not a config written by train (no arch field)")
+    fields = {f.name for f in dataclasses.fields(Config)} - {"device", "threads", "quiet", "out"}
+    try:
+        run_cfg = dataclasses.replace(
+            cfg,
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields},
+        )
+        validate(run_cfg)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{config_path}: not a usable run config ({exc})") from None
+    torch.set_num_threads(run_cfg.threads)
+    model = new_model(run_cfg)
+    fresh = model.state_dict()
+    path = workdir / MODEL
+    loaded = load_safetensors(path)
+    if {k: tuple(v.shape) for k, v in loaded.items()} != {
+        k: tuple(v.shape) for k, v in fresh.items()
+    }:
+        raise ValueError(f"{path}: tensors do not fit the run's {run_cfg.arch} model")
+    state = {k: v.to(fresh[k].device) for k, v in loaded.items()}
+    _, (xte, yte), _ = split_of(run_cfg)
+    names = [f"{n}.weight" for n, _ in sparsy_layers(model)]
+    pruned = pruned_copy(model, state, method_spec(run_cfg).sparsity)
+    out = {
+        "accuracy": accuracy(model, state, xte, yte),
+        "accuracy_pruned": accuracy(model, pruned, xte, yte),
+        "final_density": float(prunable_masks(state, names).float().mean()),
+    }
+    model.load_state_dict(state)
+    out["min_layer_density"] = min(layer_densities(model).values())
+    return out

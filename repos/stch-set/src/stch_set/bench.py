@@ -1,6 +1,7 @@
 """Benchmark: learning rates tuned on validation instances, then every method on every problem over
 the preset's seeds (seed-batched, optionally in worker processes), claims with paired intervals,
-speed against a port of the official training step; writes results/<preset>.json and figures."""
+speed against a port of the official training step; writes <results-dir>/<preset>.json and figures
+(results_dir empty: runs/<preset>; the committed results/ only with --results-dir results)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import math
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -19,7 +19,8 @@ from .config import METHODS, OFFICIAL_INIT_PROBLEMS, Config, validate
 from .data import USER, sizes
 from .figures import plot_curves, plot_growth, plot_worst
 from .perf import performance
-from .results import atomic_write_json, results_document, summarize
+from .results import results_document, summarize, write_results
+from .runtime import results_dir_of
 from .stats import paired
 from .train import prepare, problem_names, run_seeds, scores
 
@@ -71,6 +72,7 @@ def run_job(cfg: Config, job: Job) -> dict:
             if "NaN" not in str(exc):
                 raise
             continue
+        del result["solutions"]  # the benchmark keeps scores only (no tensors between processes)
         return {**result, "lr": lr}
     if job.tuning:
         return {"worst": [math.inf] * len(job.seeds), "diverged": True, "lr": job.lr}
@@ -219,7 +221,7 @@ def init_check(cfg: Config, names: tuple[str, ...], count: int = INIT_CHECK_SEED
 
 
 def run_bench(cfg: Config) -> dict:
-    """Run the preset; write results/<name>.json and its figures; return the document."""
+    """Run the preset; write <results-dir>/<name>.json and its figures; return the document."""
     validate(cfg)
     if "stch-set" not in cfg.methods:
         raise ValueError("the benchmark compares against STCH-Set: --methods must include stch-set")
@@ -232,11 +234,12 @@ def run_bench(cfg: Config) -> dict:
     metrics, curves, tuning["used"] = collect(runs, run_jobs(cfg, [job for _, _, job in runs]))
     claims = compute_claims(names, metrics)
     perf, growth = performance(cfg, names)
-    figures = Path(cfg.results_dir) / "figures"
     prefix = "quick_" if cfg.name == "quick" else f"{cfg.name}-"
-    plot_worst(names, metrics, figures / f"{prefix}worst.png")
-    plot_curves(curves, figures / f"{prefix}curves.png")
-    plot_growth(growth, figures / f"{prefix}step_cost.png")
+    figures = {
+        f"{prefix}worst.png": plot_worst(names, metrics),
+        f"{prefix}curves.png": plot_curves(curves),
+        f"{prefix}step_cost.png": plot_growth(growth),
+    }
     doc = results_document(
         PAPER,
         cfg.name,
@@ -246,12 +249,10 @@ def run_bench(cfg: Config) -> dict:
         time.perf_counter() - start,
         cfg.device,
         perf,
-        extra={
-            "paired": paired_table(names, metrics),
-            "init_check": init_check(cfg, names),
-            "tuning": tuning,
-            "config": dataclasses.asdict(cfg),
-        },
+        paired=paired_table(names, metrics),
+        init_check=init_check(cfg, names),
+        tuning=tuning,
+        config=dataclasses.asdict(cfg),
     )
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

@@ -1,7 +1,9 @@
 """Configuration: one frozen dataclass, one docstring line per field, and the presets.
 
-Every field is a command-line flag (`stch-set train --help`). Presets are plain instances; a
-command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+Every field is a command-line flag (`stch-set train --help`). Bounds stand beside their fields
+(`Annotated[int, Ge(1)]`, checked by runtime.check_bounds); `validate` adds the checks that involve
+several fields or a set of names. Presets are plain instances; a command-line flag overrides the
+preset's value. Nothing is derived in `__post_init__`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 from typing import Literal
 
 from .data import SPECS, USER, sizes
+from .runtime import Annotated, Ge, Interval, MinLen, RunConfig, check_bounds
 
 METHODS: dict[str, str] = {
     "stch-set": "STCH-Set",
@@ -24,28 +27,16 @@ METHODS: dict[str, str] = {
 """Method key (flag value) -> label in results/*.json."""
 OFFICIAL_INIT_PROBLEMS = ("quadratic", "linear", "nonlinear")
 """Problems of the official scripts, whose initialisation `--init official` replays."""
+POSITIVE = Interval(gt=0, lt=math.inf)
+"""A finite number > 0."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data, initialisation and preferences (train/eval)."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    out: str = "runs/quick"
-    """Folder `train` writes config.json and metrics.json into (`eval` reads it)."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
-    threads: int = 1
+class Config(RunConfig):
+    threads: Annotated[int, Ge(1)] = 1
     """CPU threads torch may use per process (1: these tensors are tiny, more threads only add
     overhead; measured in the README)."""
-    workers: int = 1
+    workers: Annotated[int, Ge(1)] = 1
     """Benchmark worker processes, each with `threads` threads (1: everything in this process)."""
     problem: str = "quadratic"
     """Problem `train` solves: quadratic, linear, nonlinear or deep."""
@@ -64,55 +55,55 @@ class Config:
     """Problems the benchmark runs."""
     methods: tuple[str, ...] = tuple(METHODS)
     """Methods the benchmark runs (stch-set must be among them for the claims)."""
-    m: int | None = None
+    m: Annotated[int | None, Ge(1)] = None
     """Number of objectives; None takes the paper's value (128 quadratic, 1000 regression)."""
-    k: int | None = None
+    k: Annotated[int | None, Ge(1)] = None
     """Number of solutions K; None takes the paper's value (5, or 10 for nonlinear) or 5 for a
     user problem."""
-    n_dim: int = 10
+    n_dim: Annotated[int, Ge(1)] = 10
     """Input dimension n of every problem."""
-    steps: int = 2000
+    steps: Annotated[int, Ge(1)] = 2000
     """Optimisation steps of every gradient method."""
     optimizer: Literal["schedulefree", "adam"] = "schedulefree"
     """schedulefree: SGD-SF for vectors, AdamW-SF for networks (official); adam: torch Adam."""
-    lr: float = 1e-2
+    lr: Annotated[float, POSITIVE] = 1e-2
     """Learning rate of `train` (the benchmark picks one per method from tune_lrs)."""
-    tune_lrs: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+    tune_lrs: Annotated[tuple[float, ...], POSITIVE] = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
     """Benchmark learning-rate grid, the same for every gradient method (empty: use lr); an
     evaluation run that diverges falls back to the next smaller value."""
-    tune_seeds: tuple[int, ...] = (100, 101)
+    tune_seeds: Annotated[tuple[int, ...], Ge(0)] = (100, 101)
     """Validation instances the learning rate is chosen on (disjoint from seeds)."""
-    tune_steps: int = 2000
+    tune_steps: Annotated[int, Ge(1)] = 2000
     """Steps of each tuning run."""
     compare_init_methods: tuple[str, ...] = ("stch-set", "tch-set", "som")
     """Methods the benchmark also runs from the official initialisation (empty: none)."""
-    warmup_steps: int = 100
+    warmup_steps: Annotated[int, Ge(0)] = 100
     """Warm-up steps of the schedule-free optimisers."""
-    mu: float = 0.1
+    mu: Annotated[float, POSITIVE] = 0.1
     """STCH-Set smoothing parameter (both levels)."""
-    mu_anneal: float = 3e-4
+    mu_anneal: Annotated[float, Ge(0)] = 3e-4
     """If > 0, network problems use mu_t = exp(-mu_anneal * t) (official nonlinear script)."""
-    pref_mu: float = 0.01
+    pref_mu: Annotated[float, POSITIVE] = 0.01
     """Smoothing parameter of the random-preference STCH baseline."""
-    nsga_pop: int = 100
+    nsga_pop: Annotated[int, Ge(1)] = 100
     """NSGA-III population (and number of Dirichlet reference directions)."""
-    nsga_generations: int = 100
+    nsga_generations: Annotated[int, Ge(1)] = 100
     """NSGA-III generations."""
-    nsga_bound: float = 3.0
+    nsga_bound: Annotated[float, POSITIVE] = 3.0
     """NSGA-III searches every parameter in [-bound, bound]."""
-    k_sweep: tuple[int, ...] = ()
+    k_sweep: Annotated[tuple[int, ...], Ge(1)] = ()
     """Benchmark sweep over K on the quadratic problem (empty: no sweep)."""
-    m_sweep: tuple[int, ...] = ()
+    m_sweep: Annotated[tuple[int, ...], Ge(1)] = ()
     """Benchmark sweep over m on the quadratic problem (empty: no sweep)."""
-    perf_steps: int = 300
+    perf_steps: Annotated[int, Ge(1)] = 300
     """Steps timed for the vectorised step time in the performance figures."""
-    official_steps: int = 200
+    official_steps: Annotated[int, Ge(1)] = 200
     """Steps timed for the port of the official training step in the performance figures."""
-    target_steps: int = 10_000
+    target_steps: Annotated[int, Ge(1)] = 10_000
     """Step cap of the run timed to the official worst case (stops as soon as it is reached)."""
-    perf_m: tuple[int, ...] = (128, 512, 2048)
+    perf_m: Annotated[tuple[int, ...], MinLen(1), Ge(5)] = (128, 512, 2048)
     """Objective counts m of the step-cost growth figure (K = 5)."""
-    perf_k: tuple[int, ...] = (3, 5, 10, 20)
+    perf_k: Annotated[tuple[int, ...], MinLen(1), Interval(ge=1, le=128)] = (3, 5, 10, 20)
     """Solution counts K of the step-cost growth figure (m = 128)."""
 
 
@@ -131,7 +122,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         seeds=tuple(range(10)),
         problems=("quadratic", "linear", "nonlinear", "deep"),
         steps=10_000,
@@ -147,29 +138,7 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    for field, value in [(f, getattr(cfg, f)) for f in ("mu", "pref_mu", "lr", "nsga_bound")] + [
-        ("tune_lrs", v) for v in cfg.tune_lrs
-    ]:
-        if not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{field} must be a finite number > 0, got {value}")
-    if cfg.mu_anneal < 0:
-        raise ValueError(f"mu_anneal must be >= 0, got {cfg.mu_anneal}")
-    for field in (
-        "steps",
-        "n_dim",
-        "nsga_pop",
-        "nsga_generations",
-        "perf_steps",
-        "official_steps",
-        "target_steps",
-        "threads",
-        "workers",
-        "tune_steps",
-    ):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
-    if cfg.warmup_steps < 0:
-        raise ValueError(f"warmup_steps must be >= 0, got {cfg.warmup_steps}")
+    check_bounds(cfg)
     if cfg.problem_file and cfg.problem_entry:
         raise ValueError("give --problem-file or --problem-entry, not both")
     for name in (cfg.problem, *cfg.problems):
@@ -191,32 +160,19 @@ def validate(cfg: Config) -> Config:
         )
     if user and cfg.m is not None:
         raise ValueError("--m does not apply to a user problem: its m is fixed by the problem")
-    if min((cfg.seed, *cfg.seeds, *cfg.tune_seeds)) < 0:
-        raise ValueError(f"seeds must be >= 0, got {min((cfg.seed, *cfg.seeds, *cfg.tune_seeds))}")
     if set(cfg.seeds) & set(cfg.tune_seeds):
         raise ValueError(
             f"tune_seeds must be disjoint from seeds (a validation split), both have "
             f"{sorted(set(cfg.seeds) & set(cfg.tune_seeds))}"
         )
-    if (
-        not cfg.perf_m
-        or not cfg.perf_k
-        or min(cfg.perf_m) < 5
-        or not 1 <= min(cfg.perf_k) <= max(cfg.perf_k) <= 128
-    ):
-        raise ValueError(
-            f"perf_m must be >= 5 (K=5) and perf_k in [1, 128] (m=128), got {cfg.perf_m}, {cfg.perf_k}"
-        )
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
     for problem in () if user else (cfg.problem, *cfg.problems):
         m, k = sizes(problem, cfg.m, cfg.k)
-        if m < 1 or k < 1 or k > m:
+        if k > m:
             raise ValueError(
                 f"need 1 <= K <= m (few solutions for many objectives), got K={k}, m={m}"
             )
     for k in cfg.k_sweep:
         for m in cfg.m_sweep or (SPECS["quadratic"].m,):
-            if not 1 <= k <= m:
-                raise ValueError(f"k_sweep/m_sweep need 1 <= K <= m, got K={k}, m={m}")
+            if k > m:
+                raise ValueError(f"k_sweep/m_sweep need K <= m, got K={k}, m={m}")
     return cfg

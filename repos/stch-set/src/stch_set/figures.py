@@ -1,8 +1,6 @@
-"""Benchmark figures (matplotlib, headless), written atomically."""
+"""Benchmark figures (matplotlib, headless); bench.py writes them beside the results JSON."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import matplotlib
 
@@ -11,10 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .claims import FLOOR, ORACLE, OURS
-from .results import save_figure
 
 
-def plot_worst(problems: tuple[str, ...], metrics: dict, path: Path) -> None:
+def plot_worst(problems: tuple[str, ...], metrics: dict) -> plt.Figure:
     """Mean worst case per method (bars) with every seed's value (dots), log scale."""
     fig, axes = plt.subplots(1, len(problems), figsize=(4.4 * len(problems), 3.8), squeeze=False)
     for ax, prob in zip(axes[0], problems):
@@ -29,11 +26,10 @@ def plot_worst(problems: tuple[str, ...], metrics: dict, path: Path) -> None:
         ax.set_xticks(range(len(labels)), labels, rotation=60, ha="right", fontsize=7)
         ax.set_yscale("log")
         ax.set_title(f"{prob}: worst case max_i min_k f_i", fontsize=9)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def plot_curves(curves: dict, path: Path) -> None:
+def plot_curves(curves: dict) -> plt.Figure:
     """Worst case of the averaged weights during training, mean over seeds."""
     fig, axes = plt.subplots(1, max(1, len(curves)), figsize=(4.4 * max(1, len(curves)), 3.4))
     for ax, (tag, by_method) in zip(np.atleast_1d(axes), curves.items()):
@@ -45,11 +41,10 @@ def plot_curves(curves: dict, path: Path) -> None:
         ax.set_xlabel("step")
         ax.set_title(f"{tag}: worst case (mean over seeds)", fontsize=9)
         ax.legend(fontsize=6)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def plot_growth(growth: dict, path: Path) -> None:
+def plot_growth(growth: dict) -> plt.Figure:
     """Seconds per training step against m and K: ours against the port of the official step."""
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4))
     for ax, (axis, rows) in zip(axes, growth.items()):
@@ -60,5 +55,4 @@ def plot_growth(growth: dict, path: Path) -> None:
         ax.set_xlabel(axis)
         ax.set_ylabel("seconds per step (quadratic)")
     axes[0].legend(fontsize=7)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig

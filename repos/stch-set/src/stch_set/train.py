@@ -1,4 +1,5 @@
-"""train_and_evaluate(cfg, workdir) -> metrics, and the seed-batched optimisation loop.
+"""train_and_evaluate(cfg, workdir) -> metrics, evaluate(cfg, workdir) (reloads the saved
+solutions), and the seed-batched optimisation loop.
 
 Several seeds of one method train as one tensor program: the solutions of every seed are stacked
 on a leading axis and the loss is the sum of the per-seed losses, so each seed's gradient is its
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import schedulefree
 import torch
+from safetensors.torch import save as safetensors_bytes
 from tqdm import tqdm
 
 from . import baselines
@@ -37,10 +38,14 @@ from .data import (
     stack,
     to_device,
 )
-from .results import atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_json
 from .scalarization import average_case, stch_set, sum_of_minimum, tch_set, worst_case
 
 INIT_SEED_OFFSET = 10_000  # our initial solutions come from seed + offset, the data from seed
+SOLUTIONS = "solutions.safetensors"
+"""The trained solution set of a `train` run: tensors param0, param1, ... of one seed."""
+RUN_FIELDS = ("seed", "problem", "problem_file", "problem_entry", "m", "k", "n_dim", "method")
+"""Fields of a run's config.json that `eval` needs to rebuild its problem."""
 
 
 def problem_names(cfg: Config) -> tuple[str, ...]:
@@ -192,7 +197,8 @@ def run_seeds(
     check_every: int = 0,
 ) -> dict:
     """One method on several seeds: per-seed worst/average, the wall seconds of the whole batch,
-    the history, and the same scores of the initial solutions (the untrained floor)."""
+    the history, the final (seed-stacked) solutions, and the same scores of the initial solutions
+    (the untrained floor)."""
     batch, start, prefs, problems, starts = prepare(cfg, name, seeds, m, k, init)
     clock = time.perf_counter()
     if method == "nsga3":
@@ -206,7 +212,7 @@ def run_seeds(
     else:
         final, history = optimize(batch, method, cfg, start, prefs, check_every=check_every)
     seconds = time.perf_counter() - clock
-    out = {**scores(batch, final), "seconds": seconds, "history": history}
+    out = {**scores(batch, final), "seconds": seconds, "history": history, "solutions": final}
     out["untrained"] = scores(batch, start)
     if batch.truth is not None:
         out["truth"] = scores(batch, batch.truth)
@@ -215,7 +221,8 @@ def run_seeds(
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Train cfg.method on cfg.problem (or the user problem) for cfg.seed; writes
-    workdir/config.json first, then workdir/metrics.json (worst, average, seconds)."""
+    workdir/config.json first, then the solutions (safetensors) and workdir/metrics.json (worst,
+    average, seconds)."""
     validate(cfg)
     if cfg.device == "cpu":
         torch.set_num_threads(cfg.threads)
@@ -224,6 +231,10 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     name = problem_names(dataclasses.replace(cfg, problems=(cfg.problem,)))[0]
     result = run_seeds(cfg, name, cfg.method, (cfg.seed,), cfg.m, cfg.k, cfg.init)
+    tensors = {
+        f"param{i}": p[0].detach().cpu().contiguous() for i, p in enumerate(result["solutions"])
+    }
+    atomic_write_bytes(workdir / SOLUTIONS, safetensors_bytes(tensors))
     metrics = {
         "worst": result["worst"][0],
         "average": result["average"][0],
@@ -233,12 +244,35 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Load the solutions a previous `train` saved in workdir, rebuild their problem from the
+    run's config.json (the same seed gives the same instance) and score them again."""
+    workdir = Path(workdir)
+    config_path = workdir / "config.json"
+    saved = read_json(config_path, "run config")
+    missing = [k for k in RUN_FIELDS if not isinstance(saved, dict) or k not in saved]
+    if missing:
+        raise ValueError(f"{config_path}: not a config written by train (lacks {missing[0]})")
+    run_cfg = dataclasses.replace(cfg, **{k: saved[k] for k in RUN_FIELDS})
     try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not a metrics file written by train: {exc}") from None
+        validate(run_cfg)
+    except TypeError as exc:
+        raise ValueError(f"{config_path}: a field has the wrong type ({exc})") from None
+    if run_cfg.device == "cpu":
+        torch.set_num_threads(run_cfg.threads)
+    name = problem_names(dataclasses.replace(run_cfg, problems=(run_cfg.problem,)))[0]
+    batch, start, _, _, _ = prepare(run_cfg, name, (run_cfg.seed,), run_cfg.m, run_cfg.k, "ours")
+    path = workdir / SOLUTIONS
+    tensors = load_safetensors(path)
+    expected = [tuple(p.shape[1:]) for p in start]
+    found = [
+        tuple(tensors[f"param{i}"].shape) if f"param{i}" in tensors else None
+        for i in range(len(start))
+    ]
+    if found != expected or len(tensors) != len(start):
+        raise ValueError(
+            f"{path}: solutions do not fit the run's problem (shapes {found}, expected {expected})"
+        )
+    params = [tensors[f"param{i}"].unsqueeze(0).to(start[i]) for i in range(len(start))]
+    result = scores(batch, params)
+    return {"worst": result["worst"][0], "average": result["average"][0]}
