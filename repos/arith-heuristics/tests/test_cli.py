@@ -1,4 +1,5 @@
-"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+"""The command line: project-specific misuse exits 2 with a clear message (the generic cases are
+in test_skeleton.py), the README quick start runs and bench writes runs/<preset>/, not results/."""
 
 from __future__ import annotations
 
@@ -14,18 +15,14 @@ from arith_heuristics.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_help_lists_commands(capsys):
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fly"], "unknown command 'fly'"),
-        (["train", "--preset", "huge"], "--preset must be one of"),
         (["train", "--steps", "0"], "steps must be >= 1"),
         (["train", "--max-operand", "150"], "outside the vocabulary"),
+        (["train", "--d-model", "30"], "d_model (30) must be divisible by n_head (4)"),
+        (["train", "--first-heuristics-layer", "3"], "first_heuristics_layer must be in [0, 3)"),
+        (["train", "--checkpoint", "no/such/model"], "checkpoint must be a local model folder"),
     ],
 )
 def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
@@ -34,29 +31,21 @@ def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatc
     assert message in capsys.readouterr().err
 
 
-def test_help_of_out_names_only_files_that_are_written(capsys):
-    with pytest.raises(SystemExit):
-        main(["train", "--help"])
-    out = capsys.readouterr().out
-    assert "heuristics.json" in out and "paper" in out
-
-
 def test_paper_preset_is_a_choice(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["train", "--preset", "paper", "--steps", "0"]) == 2
     assert "steps must be >= 1" in capsys.readouterr().err
 
 
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
-
-
-def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
-    """Every `arith-heuristics ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
+def test_readme_quick_start_commands_run_and_bench_leaves_results_alone(
+    tmp_path, monkeypatch, capsys
+):
+    """Every `arith-heuristics ...` line of the README's Quick start, shrunk by extra flags, exits
+    0; the real (tiny) bench, run without --results-dir, writes runs/quick/quick.json and no
+    results/ folder."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     commands = [
-        shlex.split(c)
+        shlex.split(c.split("#")[0])
         for c in re.findall(r"^(?:\.venv/bin/)?(arith-heuristics .+)$", section, re.MULTILINE)
     ]
     assert commands, "the README's Quick start names no command"
@@ -98,6 +87,8 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     ]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv
-    assert (
-        json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "arith-heuristics"
-    )
+    assert any(argv[1] == "bench" for argv in commands)
+    assert not (tmp_path / "results").exists()
+    doc = json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())
+    assert doc["paper"] == "arith-heuristics"
+    assert (tmp_path / "runs" / "quick" / "figures" / "quick_analysis.png").exists()

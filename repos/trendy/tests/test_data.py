@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -55,7 +56,10 @@ def test_train_on_loaded_snapshots_from_the_cli(tiny, tmp_path, capsys):
     argv = ["train", "--data", str(tmp_path / "snap.npz"), "--out", str(tmp_path / "run"),
             "--epochs", "3", "--n-test", "2", "--quiet", "--scattering-l", "4"]  # fmt: skip
     assert main(argv) == 0
-    assert "test_nmse" in capsys.readouterr().out
+    trained = json.loads(capsys.readouterr().out)
+    assert main(["eval", "--out", str(tmp_path / "run")]) == 0  # reloads the model, same data
+    again = json.loads(capsys.readouterr().out)
+    assert again["test_nmse"] == trained["test_nmse"] and again["n_test"] == 2
     cfg = dataclasses.replace(tiny, data=str(tmp_path / "snap.npz"), n_test=2)
     metrics = train_and_evaluate(cfg, tmp_path / "again")
     assert math.isfinite(metrics["test_nmse"]) and "turing_rel_err" not in metrics

@@ -93,7 +93,11 @@ def test_pca_layer_matches_sklearn_on_standardised_training_features():
     mean, std = flat.mean(0), flat.std(0) + 1e-8
     ref = PCA(n_components=3).fit((flat - mean) / std)
     want = ref.transform((test.reshape(-1, 5).double().numpy() - mean) / std)
-    assert torch.allclose(reducer(test).reshape(-1, 3), torch.tensor(want, dtype=torch.float32))
+    assert torch.equal(reducer(test).reshape(-1, 3), torch.tensor(want, dtype=torch.float32))
+    back = ref.inverse_transform(want) * std + mean
+    assert torch.equal(reducer.inverse(torch.tensor(want)), torch.tensor(back).float())
+    rebuilt = node.Reducer.from_state(reducer.state())
+    assert torch.equal(rebuilt(test), reducer(test))
 
 
 def test_hopf_line_is_read_from_the_euler_map_the_field_was_trained_for():

@@ -19,10 +19,10 @@ class KnownBrusselator(torch.nn.Module):
 
     def __init__(self, reducer: node.Reducer, t_end: float, h: float):
         super().__init__()
-        self.r = torch.tensor(reducer.pca.components_, dtype=torch.float32)
+        self.r = torch.tensor(reducer.components, dtype=torch.float32)
         self.m = torch.tensor(reducer.mean, dtype=torch.float32)
         self.sd = torch.tensor(reducer.std, dtype=torch.float32)
-        self.pca_mean = torch.tensor(reducer.pca.mean_, dtype=torch.float32)
+        self.pca_mean = torch.tensor(reducer.center, dtype=torch.float32)
         self.t_end, self.h = t_end, h
         self.register_buffer("theta_box", torch.tensor([[0.5, 0.5], [3.0, 9.0]]))
 

@@ -6,11 +6,12 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY
 
-from trendy import data, pde
+from trendy import data, node, pde
 from trendy.config import PRESETS, gray_scott_config, hopf_config
 from trendy.train import evaluate, train_and_evaluate
 
@@ -21,7 +22,10 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     want = {"test_nmse", "sindycp_test_nmse", "untrained_test_nmse", "persistence_test_nmse"}
     assert want | {"accuracy", "turing_rel_err", "turing_jacobian_rel_err"} <= set(metrics)
     assert all(math.isfinite(metrics[k]) for k in want | {"accuracy", "turing_rel_err"})
-    assert evaluate(tmp_path / "run") == metrics
+    again = evaluate(tiny, tmp_path / "run")  # the saved model, reloaded, on re-derived data
+    assert {k: again[k] for k in ("test_mse", "test_nmse", "persistence_test_nmse")} == {
+        k: metrics[k] for k in ("test_mse", "test_nmse", "persistence_test_nmse")
+    }
     tuning = json.loads((tmp_path / "run" / "tuning.json").read_text())
     assert set(tuning["TRENDy"]) == {f"lr={lr:g}" for lr in tiny.tune_lr}
     assert len(tuning["SINDyCP"]) == len(tiny.tune_sindy_threshold) * len(
@@ -159,3 +163,61 @@ def test_bench_numbers_do_not_depend_on_the_number_of_workers(tiny):
     ]
     assert strip[0] == strip[1]
     assert [c["ours"] for c in docs[0]["claims"]] == [c["ours"] for c in docs[1]["claims"]]
+
+
+def snapshots(cfg, gen: torch.Generator) -> dict[str, torch.Tensor]:
+    """A small loaded-data set (no simulation, no bifurcation sweeps): noise fields that grow."""
+    growth = torch.linspace(1, 2, cfg.n_frames)[None, :, None, None, None]
+    return {
+        "train": torch.randn(8, cfg.n_frames, 2, 8, 8, generator=gen) * growth,
+        "test": torch.randn(4, cfg.n_frames, 2, 8, 8, generator=gen) * growth,
+        "theta_train": torch.rand(8, 2, generator=gen),
+        "theta_test": torch.rand(4, 2, generator=gen),
+    }
+
+
+def loaded(tiny, **change):
+    return dataclasses.replace(
+        tiny, data="snapshots", sindycp=False, tune_lr=(), epochs=0, **change
+    )
+
+
+def test_pca_is_fitted_on_the_training_split_only(tiny):
+    """The frozen reducer (standardisation and PCA) is fitted on the training trajectories only:
+    other test fields leave it unchanged, while other training fields change it."""
+    from trendy.train import evaluate_run
+
+    cfg = loaded(tiny, measurement="fourier")
+    ds = snapshots(cfg, torch.Generator().manual_seed(0))
+    other_test = ds | {"test": 3.0 * ds["test"] + 1.0}
+    other_train = ds | {"train": 3.0 * ds["train"] + 1.0}
+
+    def arrays(dataset):
+        reducer = evaluate_run(cfg, dict(dataset)).reducer
+        return [getattr(reducer, k) for k in node.Reducer.STATE]
+
+    base = arrays(ds)
+    assert all(np.array_equal(a, b) for a, b in zip(base, arrays(other_test), strict=True))
+    assert not all(np.array_equal(a, b) for a, b in zip(base, arrays(other_train), strict=True))
+
+
+def test_mean_trajectory_floor_is_the_training_mean(tiny):
+    """On test fields shifted away from training, the training-mean floor is worse than each
+    coordinate's own test mean (nMSE > 1); a floor that peeked at the test set could not be."""
+    from trendy.train import evaluate_run
+
+    cfg = loaded(tiny, measurement="mean", n_components=2)
+    ds = snapshots(cfg, torch.Generator().manual_seed(0))
+    ds["test"] = ds["test"] + 3.0
+    metrics = evaluate_run(cfg, ds).metrics
+    assert metrics["mean_trajectory_test_nmse"] > 1.0
+
+
+def test_validation_split_holds_out_val_fraction_and_fits_on_the_rest(tiny):
+    from trendy.train import validation_split
+
+    fit, val = validation_split(tiny, 12)  # val_fraction 0.25
+    assert len(val) == 3 and len(fit) == 9
+    assert sorted(torch.cat([fit, val]).tolist()) == list(range(12))
+    again = validation_split(tiny, 12)
+    assert torch.equal(again[0], fit) and torch.equal(again[1], val)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import time
 from pathlib import Path
 
@@ -12,7 +11,9 @@ import numpy as np
 
 from .config import OPERATORS, Config, validate
 from .plots import plot
-from .results import atomic_write_json, claim, paired_interval, results_document, summarize
+from .results import claim, read_json, results_document, summarize, write_results
+from .runtime import progress, results_dir_of, stage
+from .stats import bootstrap_interval
 from .train import overlap_curve, train_and_evaluate
 
 PAPER = "arith-heuristics"
@@ -77,7 +78,7 @@ def above(iv: dict) -> bool:
 
 
 def claims_from(metrics: dict, cfg: Config) -> list[dict]:
-    boot = lambda d: paired_interval(d, cfg.n_boot)
+    boot = lambda d: bootstrap_interval(d, cfg.n_boot)
     u = lambda key, row="BagOfHeuristics": units(metrics, row, key)
     out = []
 
@@ -266,7 +267,9 @@ def cross_seed_overlap(cfg: Config) -> dict[int, dict[str, float]]:
     runs = {}
     for seed in cfg.seeds:
         path = Path(cfg.out) / f"seed{seed}" / "heuristics.json"
-        runs[seed] = json.loads(path.read_text())["checkpoints"]
+        runs[seed] = read_json(path, "heuristics file").get("checkpoints")
+        if runs[seed] is None:
+            raise ValueError(f"{path}: no 'checkpoints' entry; run the bench again")
     out: dict[int, dict[str, float]] = {}
     seeds = list(cfg.seeds)
     for j, seed in enumerate(seeds):
@@ -285,7 +288,7 @@ def run_bench(cfg: Config) -> dict:
     validate(cfg)
     start = time.perf_counter()
     per_seed: dict[str, list[float]] = {}
-    for seed in cfg.seeds:
+    for seed in progress(cfg.seeds, f"bench {cfg.name}: seeds (train + analysis each)", cfg.quiet):
         run_cfg = dataclasses.replace(cfg, seed=seed)
         for key, value in train_and_evaluate(run_cfg, Path(cfg.out) / f"seed{seed}").items():
             per_seed.setdefault(key, []).append(value)
@@ -295,9 +298,9 @@ def run_bench(cfg: Config) -> dict:
                 per_seed.setdefault(key, []).append(value)
     metrics = split_rows({k: summarize(v) for k, v in per_seed.items()})
     claims = claims_from(metrics, cfg)
+    stage("bench: timing exact vs attribution patching", cfg.quiet)
     perf = performance(cfg) if not cfg.checkpoint else []
     fig_name = "quick_analysis.png" if cfg.name == "quick" else f"{cfg.name}-analysis.png"
-    plot(metrics, cfg, Path(cfg.results_dir) / "figures" / fig_name)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -322,7 +325,7 @@ def run_bench(cfg: Config) -> dict:
             "threshold": cfg.threshold,
         },
     }
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, {fig_name: plot(metrics, cfg)})
     return doc
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import nn
-from tqdm import tqdm
 
 from .config import Config
 from .data import Prompts, Vocab, sampling_weights
 from .model import last_logits
+from .results import load_safetensors
+from .runtime import progress, stage
 
 
 def checkpoint_steps(cfg: Config) -> list[int]:
@@ -35,7 +35,20 @@ def save_state(model: nn.Module, path: Path) -> None:
 
 
 def load_state(model: nn.Module, path: Path) -> nn.Module:
-    model.load_state_dict(load_file(str(path)), strict=False)
+    """Load a `save_state` checkpoint into model; ValueError naming the file when it is corrupt or
+    does not fit the model (the tied unembedding is the only tensor it may lack)."""
+    state = load_safetensors(path)
+    try:
+        missing, unexpected = model.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # a tensor of the wrong shape
+        first = str(exc).strip().splitlines()[-1].strip()
+        raise ValueError(f"{path}: checkpoint does not fit this model ({first})") from None
+    missing = [k for k in missing if k != "lm_head.weight"]
+    if missing or unexpected:
+        raise ValueError(
+            f"{path}: checkpoint does not fit this model (missing {missing[:3]}, unexpected "
+            f"{unexpected[:3]})"
+        )
     model.tie_weights()
     return model.eval()
 
@@ -59,20 +72,18 @@ def train(
     sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
     saves, paths = set(checkpoint_steps(cfg)), []
     model.train()
-    bar = tqdm(range(cfg.steps), disable=cfg.quiet or not sys.stderr.isatty(), desc="train")
-    for step in bar:
+    for step in progress(range(cfg.steps), f"train (seed {cfg.seed})", cfg.quiet):
         idx = torch.multinomial(weights, cfg.batch, replacement=True, generator=gen)
         loss = nn.functional.cross_entropy(last_logits(model, tokens[idx]), targets[idx])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         sched.step()
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{loss.item():.3f}")
         if step + 1 in saves:
             path = workdir / f"checkpoint_{step + 1:06d}.safetensors"
             save_state(model, path)
             paths.append(path)
+            stage(f"train (seed {cfg.seed}): step {step + 1}, loss {loss.item():.3f}", cfg.quiet)
     return paths
 
 

@@ -3,8 +3,6 @@ each with its nulls (means over seeds and operators)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -12,10 +10,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from .config import OPERATORS, Config
-from .results import save_figure
 
 
-def plot(metrics: dict, cfg: Config, path: Path) -> None:
+def plot(metrics: dict, cfg: Config):
+    """The figure (bench writes it beside the results JSON)."""
+
     def m(key: str, row: str = "BagOfHeuristics") -> float:
         group = metrics.get(row, {})
         if key in group:
@@ -76,5 +75,4 @@ def plot(metrics: dict, cfg: Config, path: Path) -> None:
     axes[3].set(xlabel="checkpoint", ylabel="overlap with final", title="Heuristics over training")
     axes[3].legend(fontsize=7)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig

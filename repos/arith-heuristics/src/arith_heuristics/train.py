@@ -1,11 +1,12 @@
-"""train_and_evaluate(cfg, workdir) -> metrics: train the toy LM, then run the whole analysis."""
+"""train_and_evaluate(cfg, workdir) -> metrics: train the toy LM, then run the whole analysis;
+evaluate(cfg, workdir): reload the final checkpoint a run saved and score it again."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -17,7 +18,8 @@ from .data import Vocab, all_legal, split
 from .lm import accuracy, checkpoint_steps, load_state, train
 from .model import build_model, load_checkpoint, locate
 from .probes import probe_grid
-from .results import atomic_write_json
+from .results import atomic_write_json, read_json
+from .runtime import progress, stage
 
 
 def seed_everything(seed: int, threads: int) -> None:
@@ -63,6 +65,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         train_set, test_set = split(legal, cfg.train_frac, cfg.seed)
     else:
         model, paths, train_set, test_set = prepare_model(cfg, workdir, vocab)
+    stage(f"seed {cfg.seed}: model ready, analysing each operator", cfg.quiet)
     for k, op in enumerate(OPERATORS):
         metrics[f"train_acc_{op}"] = accuracy(
             model, train_set.subset(train_set.ops == k), vocab, cfg.device
@@ -75,7 +78,8 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
 
     parts = locate(model)
     ctx = C.make_context(model, parts, vocab, cfg)
-    per_op = {op: A.analyse_operator(ctx, op, cfg.seed + 17 * k) for k, op in enumerate(OPERATORS)}
+    ops = progress(list(enumerate(OPERATORS)), f"analysis (seed {cfg.seed}): operators", cfg.quiet)
+    per_op = {op: A.analyse_operator(ctx, op, cfg.seed + 17 * k) for k, op in ops}
     for key in per_op["+"]["metrics"]:
         values = [per_op[op]["metrics"][key] for op in OPERATORS]
         for op, v in zip(OPERATORS, values, strict=True):
@@ -93,8 +97,10 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     unique = [len(t - set().union(*(o for o in tops if o is not t))) / max(1, len(t)) for t in tops]
     metrics["unique_top_neuron_share"] = float(np.mean(unique))
     if cfg.untrained_null and not cfg.checkpoint:
+        stage(f"seed {cfg.seed}: the untrained model's null", cfg.quiet)
         metrics.update(untrained_null(cfg, vocab))
 
+    stage(f"seed {cfg.seed}: heuristics at {len(paths)} checkpoints, then probes", cfg.quiet)
     ckpt_pairs = checkpoint_pairs(cfg, vocab, paths, per_op) if paths else []
     for op in OPERATORS:
         for i, v in enumerate(overlap_curve(ckpt_pairs, ckpt_pairs, op)):
@@ -173,9 +179,38 @@ def overlap_curve(pairs: list[dict], final_of: list[dict], op: str) -> list[floa
     return [len({tuple(p) for p in c[op]} & final) / max(1, len(final)) for c in pairs]
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def config_of_run(workdir: Path) -> Config:
+    """The Config a run was trained with, from its config.json (ValueError naming the file)."""
+    path = workdir / "config.json"
+    saved = read_json(path, "run config")
+    try:
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+        return validate(Config(**fields))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not an arith-heuristics run config ({exc})") from None
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, Any]:
+    """Reload the model a previous `train` left in workdir (its final checkpoint, or the local
+    --checkpoint folder it analysed) and score it again on the run's train and test prompts
+    (the same seeded split); runs on cfg.device."""
+    workdir = Path(workdir)
+    run_cfg = dataclasses.replace(config_of_run(workdir), device=cfg.device, quiet=cfg.quiet)
+    torch.set_num_threads(cfg.threads)
+    vocab = Vocab(run_cfg.n_numbers)
+    if run_cfg.checkpoint:
+        source = Path(run_cfg.checkpoint)
+        model = load_checkpoint(source, run_cfg.device)
+    else:
+        source = workdir / f"checkpoint_{checkpoint_steps(run_cfg)[-1]:06d}.safetensors"
+        model = load_state(build_model(run_cfg, vocab), source).to(run_cfg.device)
+    legal = all_legal(OPERATORS, run_cfg.max_operand, run_cfg.n_numbers)
+    train_set, test_set = split(legal, run_cfg.train_frac, run_cfg.seed)
+    out: dict[str, Any] = {"model": str(source)}
+    for k, op in enumerate(OPERATORS):
+        for name, prompts in (("train", train_set), ("test", test_set)):
+            subset = prompts.subset(prompts.ops == k)
+            out[f"{name}_acc_{op}"] = accuracy(model, subset, vocab, run_cfg.device)
+    out["train_acc"] = accuracy(model, train_set, vocab, run_cfg.device)
+    out["test_acc"] = accuracy(model, test_set, vocab, run_cfg.device)
+    return out

@@ -20,14 +20,14 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from . import data, node, pde, stats, sweeps
 from .config import Config, gray_scott_config, hopf_config
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .results import claim, results_document, summarize, write_results
+from .runtime import progress, results_dir_of
 from .scattering import averaged_scattering, kymatio_scattering
 from .train import evaluate_run, measured
 
@@ -197,10 +197,11 @@ STUDIES = ("noise", "turing", "hopf", "gray-scott")
 
 
 def run_job(cfg: Config, seed: int, study: str) -> Collector:
-    """One (seed, setting) job of the benchmark, in a fresh Collector."""
+    """One (seed, setting) job of the benchmark, in a fresh Collector (quietly: `run_all` reports
+    the jobs as they finish)."""
     torch.set_num_threads(1)
     col = Collector()
-    base = dataclasses.replace(cfg, seed=seed)
+    base = dataclasses.replace(cfg, seed=seed, quiet=True)
     if study == "noise":
         noise_study(base, col)
     elif study == "turing":
@@ -223,17 +224,20 @@ def run_all(cfg: Config) -> Collector:
     paired arrays line up); each job seeds its own generators, so the numbers do not depend on
     the number of workers."""
     jobs = [(s, st) for s in cfg.seeds for st in STUDIES[: 4 if cfg.gray_scott_study else 3]]
+    desc = f"bench {cfg.name}: (seed, study) jobs"
     if cfg.workers == 1:
-        results = [run_job(cfg, s, st) for s, st in jobs]
+        results = [run_job(cfg, s, st) for s, st in progress(jobs, desc, cfg.quiet)]
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         ctx = multiprocessing.get_context("spawn")
         # the long noise-study jobs first, so that the shorter ones fill the gaps
         order = sorted(range(len(jobs)), key=lambda i: jobs[i][1] != "noise")
         with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx) as pool:
             futures = {i: pool.submit(run_job, cfg, *jobs[i]) for i in order}
+            for _ in progress(as_completed(futures.values()), desc, cfg.quiet, len(jobs)):
+                pass
             results = [futures[i].result() for i in range(len(jobs))]
     col = Collector()
     for part in results:
@@ -349,8 +353,9 @@ def compute_claims(col: Collector) -> list[dict]:
     return claims
 
 
-def plot(col: Collector, figures: Path, name: str) -> None:
-    """nMSE against noise; Turing onsets and Hopf lines against A; nMSE per measurement."""
+def plot(col: Collector):
+    """The summary figure (written with the JSON by `run_bench`): nMSE against noise; Turing
+    onsets and Hopf lines against A; nMSE per measurement."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -386,11 +391,14 @@ def plot(col: Collector, figures: Path, name: str) -> None:
     axes[3].bar(names, vals)
     axes[3].set(ylabel="test nMSE (noise 0)", yscale="log")
     fig.tight_layout()
-    save_figure(fig, figures / name)
-    plt.close(fig)
+    return fig
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every study over cfg.seeds, the claims and the figure, written by `write_results` into
+    results_dir_of(cfg) (runs/<preset> unless --results-dir is given)."""
+    if cfg.data:
+        raise ValueError(f"bench simulates its own data; fit {cfg.data} with `trendy train --data`")
     start = time.perf_counter()
     col = run_all(cfg)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in col.scalars.items()}
@@ -411,7 +419,6 @@ def run_bench(cfg: Config) -> dict:
         },
     ]
     figure = "quick_summary.png" if cfg.name == "quick" else f"{cfg.name}-summary.png"
-    plot(col, Path(cfg.results_dir) / "figures", figure)
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims,
         time.perf_counter() - start, cfg.device, performance,
@@ -425,5 +432,5 @@ def run_bench(cfg: Config) -> dict:
         "ablations and the Hopf setting use lr without tuning.",
         "validation_nmse": col.tuning,
     }  # fmt: skip
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, {figure: plot(col)})
     return doc

@@ -9,111 +9,98 @@ from __future__ import annotations
 import dataclasses
 
 from .pde import REACTIONS, stability_limit
+from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
 from .scattering import MEASUREMENTS
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for parameters, initial fields, noise and network initialisation."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and figures of one run."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
+class Config(RunConfig):
     system: str = "brusselator"
     """Reaction-diffusion system: brusselator (closed-form Hopf/Turing lines) or gray-scott."""
-    grid: int = 16
+    grid: Annotated[int, Ge(4)] = 16
     """Grid points per side of the periodic square domain."""
-    dx: float = 2.0
+    dx: Annotated[float, Gt(0)] = 2.0
     """Grid spacing."""
-    diffusion: tuple[float, float] = (1.0, 8.0)
+    diffusion: Annotated[tuple[float, float], Gt(0)] = (1.0, 8.0)
     """Diffusion coefficients (D_u, D_v)."""
-    dt: float = 0.025
+    dt: Annotated[float, Gt(0)] = 0.025
     """Explicit-Euler step of the PDE solver (must be below dx^2 / (4 max D))."""
-    t_end: float = 50.0
+    t_end: Annotated[float, Gt(0)] = 50.0
     """Simulated PDE time."""
-    n_frames: int = 41
+    n_frames: Annotated[int, Ge(2)] = 41
     """Saved frames per trajectory, frame 0 being the initial state."""
-    init_noise: float = 0.1
+    init_noise: Annotated[float, Ge(0)] = 0.1
     """Standard deviation of the spatial noise added to the initial homogeneous level."""
     param_low: tuple[float, float] = (1.5, 1.0)
     """Lower corner of the parameter box (A, B) or (F, k)."""
     param_high: tuple[float, float] = (2.5, 8.0)
     """Upper corner of the parameter box; Brusselator B is also capped at 1 + A^2 + b_over_hopf."""
-    b_over_hopf: float = 0.8
+    b_over_hopf: Annotated[float, Gt(0)] = 0.8
     """Brusselator only: largest B above the Hopf line (keeps explicit Euler stable)."""
-    band: float = 0.3
+    band: Annotated[float, Gt(0)] = 0.3
     """Brusselator only: parameters within this of a line named in `bands` are held out."""
-    bands: tuple[str, ...] = ("turing",)
+    bands: Annotated[tuple[str, ...], MinLen(1)] = ("turing",)
     """Brusselator only: the bifurcation lines (turing, hopf) whose bands form the test set."""
-    init_spread: float = 0.0
+    init_spread: Annotated[float, Interval(ge=0, lt=1)] = 0.0
     """Homogeneous initial level drawn per trajectory as steady state x (1 + U(-s, s)); 0: at it."""
-    n_train: int = 96
+    n_train: Annotated[int, Ge(2)] = 96
     """Training trajectories."""
-    n_test: int = 48
+    n_test: Annotated[int, Ge(1)] = 48
     """Test trajectories (drawn from the held-out bands for the Brusselator)."""
-    val_fraction: float = 0.25
+    val_fraction: Annotated[float, Interval(gt=0, lt=0.9)] = 0.25
     """Share of the training trajectories held out as the validation split used for tuning."""
     data: str = ""
     """Folder or .npz of field snapshots to fit instead of simulating (see README, Real data)."""
     shuffle_theta: bool = False
     """Negative control: permute the parameters across training trajectories before fitting."""
-    noise: float = 0.0
+    noise: Annotated[float, Ge(0)] = 0.0
     """Observation noise on the fields, relative to each field's standard deviation."""
-    patches: float = 0.0
+    patches: Annotated[float, Interval(ge=0, lt=1)] = 0.0
     """Fraction of each frame hidden by one random zero patch (occlusion); 0 turns it off."""
     measurement: str = "scattering"
     """Measurement Phi: scattering (TRENDy), mean or fourier (baselines)."""
-    scattering_j: int = 2
+    scattering_j: Annotated[int, Ge(1)] = 2
     """Scattering scales J."""
-    scattering_l: int = 8
+    scattering_l: Annotated[int, Ge(1)] = 8
     """Scattering orientations L."""
-    n_components: int = 6
+    n_components: Annotated[int, Ge(1)] = 6
     """PCA components kept from the standardised measurement."""
-    hidden: int = 64
+    hidden: Annotated[int, Ge(1)] = 64
     """Hidden units per layer of the neural ODE's MLP."""
-    depth: int = 4
+    depth: Annotated[int, Ge(0)] = 4
     """Hidden layers of the neural ODE's MLP."""
-    euler_steps: int = 40
+    euler_steps: Annotated[int, Ge(1)] = 40
     """Euler steps of the neural ODE over rescaled time [0, 1] (a multiple of n_frames-1)."""
-    epochs: int = 300
+    epochs: Annotated[int, Ge(0)] = 300
     """Full-batch Adam steps on the trajectory loss (0 leaves the network untrained)."""
-    lr: float = 1e-3
+    lr: Annotated[float, Gt(0)] = 1e-3
     """Adam learning rate (used when tune_lr is empty)."""
-    tune_lr: tuple[float, ...] = (1e-3, 3e-3)
+    tune_lr: Annotated[tuple[float, ...], Gt(0)] = (1e-3, 3e-3)
     """TRENDy's tuning grid: learning rates tried, the best on the validation split is kept."""
-    beta: float = 1e-4
+    beta: Annotated[float, Ge(0)] = 1e-4
     """Weight of the first-derivative term of the trajectory loss (paper Eq. 4)."""
     sindycp: bool = True
     """Also fit and score the SINDyCP baseline on the same reduced states."""
-    sindy_threshold: float = 0.05
+    sindy_threshold: Annotated[float, Ge(0)] = 0.05
     """STLSQ threshold of the SINDyCP baseline (used when tune_sindy_threshold is empty)."""
-    tune_sindy_threshold: tuple[float, ...] = (0.05, 2.0)
+    tune_sindy_threshold: Annotated[tuple[float, ...], Ge(0)] = (0.05, 2.0)
     """SINDyCP's tuning grid of STLSQ thresholds, crossed with tune_sindy_components."""
-    tune_sindy_components: tuple[int, ...] = (2, 0)
+    tune_sindy_components: Annotated[tuple[int, ...], Ge(0)] = (2, 0)
     """SINDyCP models the first k reduced coordinates (0: all) and holds the rest at their
     initial values; crossed with the thresholds, best on validation."""
-    sweep_points: int = 31
+    sweep_points: Annotated[int, Ge(2)] = 31
     """Brusselator only: B values per A in the bifurcation sweeps."""
-    sweep_repeats: int = 4
+    sweep_repeats: Annotated[int, Ge(1)] = 4
     """Brusselator only: perturbed initial states per sweep point (readouts are averaged)."""
-    sweep_a: tuple[float, ...] = (1.6, 1.8, 2.0, 2.2, 2.4)
+    sweep_a: Annotated[tuple[float, ...], Gt(0)] = (1.6, 1.8, 2.0, 2.2, 2.4)
     """Brusselator only: values of A where the Hopf and Turing lines are located."""
     ablations: tuple[str, ...] = ("mean",)
     """Benchmark only: measurements TRENDy is also fitted with in the Turing setting (noise 0)."""
-    workers: int = 2
+    workers: Annotated[int, Ge(1)] = 2
     """Benchmark only: processes running the (seed, setting) jobs, one CPU thread each."""
-    hopf_sweep_a: tuple[float, ...] = (1.2, 1.5, 1.8, 2.1, 2.4)
+    hopf_sweep_a: Annotated[tuple[float, ...], Gt(0)] = (1.2, 1.5, 1.8, 2.1, 2.4)
     """Benchmark only: values of A where the Hopf line is located in the Hopf setting."""
-    hopf_steps: int = 50
+    hopf_steps: Annotated[int, Ge(1)] = 50
     """Benchmark only: frames - 1 (= Euler steps) of the Hopf setting over T = 20."""
     hopf_measurements: tuple[str, ...] = ("mean",)
     """Benchmark only: measurements fitted in the Hopf setting (mean: the official 2-D model)."""
@@ -195,7 +182,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         grid=64,
         dx=1.0,
         dt=0.01,
@@ -219,7 +206,10 @@ PRESETS: dict[str, Config] = {
 
 
 def validate(cfg: Config) -> Config:
-    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged.
+    Single-field bounds stand beside the fields (check_bounds); the checks here involve several
+    fields or a set of names."""
+    check_bounds(cfg)
     if cfg.system not in REACTIONS:
         raise ValueError(f"system must be one of {sorted(REACTIONS)}, got {cfg.system!r}")
     if cfg.measurement not in MEASUREMENTS:
@@ -227,46 +217,30 @@ def validate(cfg: Config) -> Config:
             f"measurement must be one of {sorted(MEASUREMENTS)}, got {cfg.measurement!r}"
         )
     limit = stability_limit(cfg.dx, cfg.diffusion)
-    if not 0 < cfg.dt < limit:
+    if not cfg.dt < limit:
         raise ValueError(
             f"dt={cfg.dt} is unstable: explicit Euler needs 0 < dt < dx^2/(4 max D) = {limit:.5g}"
         )
-    if cfg.n_frames < 2 or cfg.euler_steps % (cfg.n_frames - 1):
+    if cfg.euler_steps % (cfg.n_frames - 1):
         raise ValueError(
             f"euler_steps={cfg.euler_steps} must be a multiple of n_frames-1={cfg.n_frames - 1}"
         )
-    if cfg.n_train < 2 or cfg.n_test < 1 or cfg.epochs < 0:
+    if round(cfg.n_train * cfg.val_fraction) < 1:
         raise ValueError(
-            f"need n_train >= 2, n_test >= 1, epochs >= 0; got {cfg.n_train}, {cfg.n_test}, "
-            f"{cfg.epochs}"
-        )
-    if cfg.noise < 0 or not 0 <= cfg.patches < 1:
-        raise ValueError(f"need noise >= 0 and 0 <= patches < 1, got {cfg.noise}, {cfg.patches}")
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
-    if not 0 < cfg.val_fraction < 0.9 or round(cfg.n_train * cfg.val_fraction) < 1:
-        raise ValueError(
-            f"val_fraction={cfg.val_fraction} must lie in (0, 0.9) and leave at least one "
-            f"validation trajectory out of n_train={cfg.n_train}"
+            f"val_fraction={cfg.val_fraction} must leave at least one validation trajectory out "
+            f"of n_train={cfg.n_train}"
         )
     bad = [b for b in cfg.bands if b not in ("turing", "hopf")]
-    if bad or not cfg.bands:
+    if bad:
         raise ValueError(f"bands must name turing and/or hopf, got {cfg.bands!r}")
-    if any(k < 0 or k > cfg.n_components for k in cfg.tune_sindy_components):
+    if any(k > cfg.n_components for k in cfg.tune_sindy_components):
         raise ValueError(
             f"tune_sindy_components must lie in 0..n_components={cfg.n_components}, got "
             f"{cfg.tune_sindy_components}"
-        )
-    if any(lr <= 0 for lr in cfg.tune_lr) or any(t < 0 for t in cfg.tune_sindy_threshold):
-        raise ValueError(
-            f"tuning grids need lr > 0 and thresholds >= 0, got {cfg.tune_lr}, "
-            f"{cfg.tune_sindy_threshold}"
         )
     for name in (*cfg.hopf_measurements, *cfg.ablations):
         if name not in MEASUREMENTS:
             raise ValueError(
                 f"hopf_measurements/ablations: {name!r} is not one of {sorted(MEASUREMENTS)}"
             )
-    if cfg.workers < 1:
-        raise ValueError(f"workers must be >= 1, got {cfg.workers}")
     return cfg

@@ -20,27 +20,58 @@ import numpy as np
 import torch
 from sklearn.decomposition import PCA
 from torchdiffeq import odeint
-from tqdm.auto import tqdm
+
+from .runtime import progress, stage
 
 
 class Reducer:
-    """Standardise features with training statistics, then project on k PCA components."""
+    """Standardise features with training statistics, then project on k PCA components.
+
+    sklearn fits the components; the projection is applied here with sklearn's own formula
+    (x @ C^T - mu @ C^T), so a reducer rebuilt from its saved arrays (`from_state`) maps
+    features exactly as the fitted one did."""
 
     def __init__(self, features: torch.Tensor, k: int):
         flat = features.reshape(-1, features.shape[-1]).double().numpy()
         self.mean = flat.mean(0)
         self.std = flat.std(0) + 1e-8
-        self.pca = PCA(n_components=min(k, flat.shape[1])).fit((flat - self.mean) / self.std)
+        pca = PCA(n_components=min(k, flat.shape[1])).fit((flat - self.mean) / self.std)
+        self.components, self.center = pca.components_, pca.mean_
+
+    STATE = ("mean", "std", "components", "center")
+
+    def state(self) -> dict[str, torch.Tensor]:
+        """The arrays that define the reducer (for a checkpoint)."""
+        return {
+            f"reducer.{k}": torch.from_numpy(np.ascontiguousarray(getattr(self, k)))
+            for k in self.STATE
+        }
+
+    @classmethod
+    def from_state(cls, state: dict[str, torch.Tensor]) -> Reducer:
+        """A reducer from `state()`'s arrays; ValueError when one is missing or misshapen."""
+        missing = [k for k in cls.STATE if f"reducer.{k}" not in state]
+        if missing:
+            raise ValueError(f"reducer arrays missing: {missing}")
+        obj = cls.__new__(cls)
+        for k in cls.STATE:
+            setattr(obj, k, state[f"reducer.{k}"].double().numpy())
+        n = obj.components.shape[-1] if obj.components.ndim == 2 else -1
+        if not (obj.mean.shape == obj.std.shape == obj.center.shape == (n,)):
+            raise ValueError("reducer arrays have inconsistent shapes")
+        return obj
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
         flat = features.reshape(-1, features.shape[-1]).double().numpy()
-        z = self.pca.transform((flat - self.mean) / self.std)
+        x = (flat - self.mean) / self.std
+        z = x @ self.components.T
+        z -= self.center.reshape(1, -1) @ self.components.T
         return torch.tensor(z, dtype=torch.float32).reshape(*features.shape[:-1], -1)
 
     def inverse(self, s: torch.Tensor) -> torch.Tensor:
         """Measurement features back from reduced states (exact on the kept PCA subspace)."""
         flat = s.reshape(-1, s.shape[-1]).double().cpu().numpy()
-        x = self.pca.inverse_transform(flat) * self.std + self.mean
+        x = (flat @ self.components + self.center) * self.std + self.mean
         return torch.tensor(x, dtype=torch.float32).reshape(*s.shape[:-1], -1)
 
 
@@ -146,14 +177,15 @@ def _adam_loop(s, theta, steps, hidden, depth, epochs, lr, beta, box, quiet) -> 
     model = ParamODE(s.shape[-1], theta.shape[-1], hidden, depth, box).to(s.device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     stride = steps // (s.shape[1] - 1)
-    bar = tqdm(range(epochs), disable=quiet, desc="neural ODE", leave=False)
-    for _ in bar:
+    loss = None
+    for _ in progress(range(epochs), f"neural ODE (lr={lr:g})", quiet):
         opt.zero_grad()
         pred = integrate(model, s[:, 0], theta, steps)[:, ::stride]
         loss = trajectory_loss(pred, s, beta)
         loss.backward()
         opt.step()
-        bar.set_postfix(loss=f"{loss.item():.4f}")
+    if loss is not None:
+        stage(f"neural ODE (lr={lr:g}): {epochs} Adam steps, final loss {loss.item():.4g}", quiet)
     return model
 
 

@@ -7,12 +7,15 @@ equal-size grid. Both are scored on the held-out test trajectories beside floors
 the training-mean trajectory), an untrained network (negative control) and, under noise, the
 clean measurement (oracle). For the Brusselator the bifurcation lines named in cfg.bands are
 located (`sweeps.py`) and regimes are classified from predicted final states.
+
+`train_and_evaluate` saves the fitted TRENDy model with its frozen PCA reducer
+(model.safetensors); `evaluate` reloads them, re-derives the test trajectories from the run's
+config.json and scores the reloaded model on them again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import torch
 
 from . import baselines, bifurcation, data, node, sweeps
 from .config import Config, validate
-from .results import atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_json
 from .sweeps import measure
 
 
@@ -186,19 +189,57 @@ def evaluate_run(cfg: Config, dataset: dict[str, torch.Tensor]) -> Run:
     return Run(metrics, instances, model, reducer, tuning, timings)
 
 
+CHECKPOINT = "model.safetensors"
+
+
+def save_model(path: Path, model: node.ParamODE, reducer: node.Reducer) -> None:
+    """The network's weights, its parameter box and the reducer's arrays, as one safetensors."""
+    from safetensors.torch import save
+
+    tensors = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    atomic_write_bytes(path, save(tensors | reducer.state()))
+
+
+def load_model(cfg: Config, path: Path) -> tuple[node.ParamODE, node.Reducer]:
+    """What `save_model` wrote, rebuilt for cfg's architecture; ValueError naming the file."""
+    tensors = load_safetensors(path)
+    try:
+        reducer = node.Reducer.from_state(tensors)
+        box = tensors["theta_box"]
+        model = node.ParamODE(len(reducer.components), box.shape[-1], cfg.hidden, cfg.depth, box)
+        model.load_state_dict({k: v for k, v in tensors.items() if not k.startswith("reducer.")})
+    except (KeyError, IndexError, ValueError, RuntimeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{path}: not a TRENDy checkpoint for this run ({first})") from None
+    return model.to(cfg.device), reducer
+
+
+def config_of_run(workdir: Path) -> Config:
+    """The Config a run was trained with, from its config.json (ValueError naming the file)."""
+    path = workdir / "config.json"
+    saved = read_json(path, "run config")
+    try:
+        fields = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.items()}
+        return validate(Config(**fields))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a trendy run config ({exc})") from None
+
+
 def train_and_evaluate(
     cfg: Config, workdir: str | Path, dataset: dict[str, torch.Tensor] | None = None
 ) -> dict[str, float]:
     """Fit TRENDy (cfg.measurement) and SINDyCP for cfg.seed; writes workdir/config.json first,
-    then metrics.json, tuning.json (validation scores of each grid point) and, for the
-    Brusselator, bifurcations.json (the located lines per A)."""
+    then model.safetensors (TRENDy and its reducer), metrics.json, tuning.json (validation
+    scores of each grid point) and, for the Brusselator, bifurcations.json (the located lines
+    per A)."""
     validate(cfg)
+    if dataset is None:  # before anything is written: a bad --data file leaves no run folder
+        cfg, dataset = load_dataset(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    if dataset is None:
-        cfg, dataset = load_dataset(cfg)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     run = evaluate_run(cfg, dataset)
+    save_model(workdir / CHECKPOINT, run.model, run.reducer)
     rows = {k[: -len("_rows")]: v for k, v in run.instances.items() if k.endswith("_rows")}
     if rows:
         atomic_write_json(workdir / "bifurcations.json", rows)
@@ -207,9 +248,22 @@ def train_and_evaluate(
     return run.metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the TRENDy model and reducer a previous `train` saved in workdir, re-derive its test
+    trajectories from the run's config.json (simulated for its seed, or read from its --data),
+    and score the model on them again: test_mse and test_nmse as train reported them, beside
+    the persistence floor. Runs on cfg.device."""
+    workdir = Path(workdir)
+    run_cfg = dataclasses.replace(config_of_run(workdir), device=cfg.device, quiet=cfg.quiet)
+    model, reducer = load_model(run_cfg, workdir / CHECKPOINT)
+    run_cfg, dataset = load_dataset(run_cfg)
+    raw = measured(run_cfg, dataset, run_cfg.noise, run_cfg.patches)
+    test = reducer(raw["test"]).to(run_cfg.device)
+    theta = dataset["theta_test"].to(run_cfg.device)
+    pred = node.predict(model, test[:, 0], theta, run_cfg.euler_steps, run_cfg.n_frames)
+    return {
+        "test_mse": float((pred - test).pow(2).mean()),
+        "test_nmse": node.normalised_mse(pred, test),
+        "persistence_test_nmse": node.normalised_mse(test[:, :1].expand_as(test), test),
+        "n_test": len(test),
+    }
