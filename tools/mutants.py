@@ -186,9 +186,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no [papers.{args.slug}] in meta.toml", file=sys.stderr)
         return 2
     entry = papers[args.slug]
+    # the tests run in a copy of the project: a relative interpreter path must not depend on cwd
+    # (abspath, not resolve: a venv's python is a symlink that must stay one)
+    python = os.path.abspath(args.python) if os.sep in args.python else args.python
     try:
         return check_project(
-            args.root / entry["path"], entry["package"], args.timeout, args.python, args.only
+            args.root / entry["path"], entry["package"], args.timeout, python, args.only
         )
     except MutantsError as exc:
         print(f"error: {exc}", file=sys.stderr)
