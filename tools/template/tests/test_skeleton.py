@@ -345,3 +345,18 @@ def test_raw_command_parser_misuse_is_a_value_error():
     parser.add_argument("--n", type=int)
     with pytest.raises(ValueError, match="__cli__ x: argument --n"):
         parser.parse_args(["--n", "many"])
+
+
+def test_a_saved_run_config_round_trips_and_bad_ones_are_named(tmp_path):
+    import json
+
+    path = tmp_path / "config.json"
+    cfg = PRESETS["quick"]
+    path.write_text(json.dumps(dataclasses.asdict(cfg)))
+    assert results.read_config(path, Config, validate) == cfg
+    path.write_text(json.dumps({**dataclasses.asdict(cfg), "bogus": 1}))
+    with pytest.raises(ValueError, match="unknown configuration fields"):
+        results.read_config(path, Config, validate)
+    path.write_text(json.dumps({**dataclasses.asdict(cfg), "seeds": []}))
+    with pytest.raises(ValueError, match=rf"{path}: seeds "):
+        results.read_config(path, Config, validate)

@@ -83,6 +83,26 @@ def read_json(path: str | Path, what: str = "file", kind: type | None = dict) ->
     return data
 
 
+def read_config(path: str | Path, cls: type, validate: Callable[[Any], Any]) -> Any:
+    """The Config a run saved as JSON (lists back to tuples), validated; a missing, corrupt or
+    invalid one (unknown fields, a value out of bounds) is a ValueError naming the file."""
+    import dataclasses
+
+    saved = read_json(path, "run configuration")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if unknown := sorted(set(saved) - names):
+        raise ValueError(f"{path}: unknown configuration fields {unknown}")
+
+    def tuples(v: Any) -> Any:  # JSON lists back to the tuples a frozen Config holds
+        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
+
+    values = {k: tuples(v) for k, v in saved.items()}
+    try:
+        return validate(cls(**values))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
 def load_safetensors(path: str | Path) -> dict[str, Any]:
     """Tensors of a safetensors checkpoint; a missing or corrupt one is a ValueError naming it."""
     from safetensors import SafetensorError

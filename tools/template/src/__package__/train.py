@@ -11,7 +11,7 @@ from safetensors.torch import save_file
 
 from . import baselines, data, method
 from .config import Config, validate
-from .results import atomic_write_json, load_safetensors, read_json
+from .results import atomic_write_json, load_safetensors, read_config
 
 METHODS = ("method", "closed_form")
 
@@ -39,7 +39,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "method") 
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
+    atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     torch.manual_seed(cfg.seed)
     x, y, _ = data.linear_regression(cfg.n_samples, cfg.dim, cfg.seed)
     w = fit(which, x.to(cfg.device), y.to(cfg.device), cfg)
@@ -52,8 +52,5 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "method") 
 def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Load the weights a previous `train` saved in workdir and evaluate them again."""
     workdir = Path(workdir)
-    saved = read_json(workdir / "config.json", "run config")
-    run_cfg = dataclasses.replace(
-        cfg, **{k: saved[k] for k in ("seed", "n_samples", "dim") if k in saved}
-    )
+    run_cfg = read_config(workdir / "config.json", Config, validate)
     return metrics_of(load_safetensors(workdir / "model.safetensors")["w"], run_cfg)
