@@ -70,7 +70,7 @@ def test_unmutated_selection_must_pass(toy, capsys):
     (toy / "repos/toy/tests/test_toy.py").write_text(TESTS.replace("== 5", "== 6"))
     (toy / "repos/toy/tests/mutants.toml").write_text(KILLED)
     code, out = run(toy, capsys)
-    assert code == 1 and "unmutated -k 'add': fail" in out.out
+    assert code == 1 and "unmutated -k '(add)': fail" in out.out
 
 
 def test_unusable_files(toy, capsys, tmp_path):
