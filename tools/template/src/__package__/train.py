@@ -7,11 +7,11 @@ import dataclasses
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
 from . import baselines, data, method
 from .config import Config, validate
-from .results import atomic_write_json, load_safetensors, read_config
+from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
+from .runtime import resolve_device
 
 METHODS = ("method", "closed_form")
 
@@ -42,8 +42,9 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "method") 
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     torch.manual_seed(cfg.seed)
     x, y, _ = data.linear_regression(cfg.n_samples, cfg.dim, cfg.seed)
-    w = fit(which, x.to(cfg.device), y.to(cfg.device), cfg)
-    save_file({"w": w.cpu().contiguous()}, str(workdir / "model.safetensors"))
+    device = resolve_device(cfg.device)  # "auto" from a library call, not only from the CLI
+    w = fit(which, x.to(device), y.to(device), cfg)
+    save_safetensors(workdir / "model.safetensors", {"w": w})
     metrics = metrics_of(w, cfg)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
