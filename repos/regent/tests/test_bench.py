@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 
 from regent.bench import compute_claims, regroup, run_bench
-from regent.results import paired_interval
+from regent.stats import paired_bootstrap
 from regent.train import METHODS
 
 
-def test_bench_writes_schema(tiny):
-    doc = run_bench(tiny)
-    on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk == doc
+def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
+    """A real tiny bench with no results_dir, run from an empty folder: runs/quick/quick.json and
+    its figures, and no results/ folder (the committed results are written only when asked)."""
+    monkeypatch.chdir(tmp_path)
+    doc = run_bench(dataclasses.replace(tiny, results_dir=""))
+    where = tmp_path / "runs" / "quick"
+    assert json.loads((where / "quick.json").read_text()) == doc
+    assert not (tmp_path / "results").exists()
     for key in (
         "paper",
         "mode",
@@ -32,7 +36,7 @@ def test_bench_writes_schema(tiny):
     assert all(isinstance(c["holds"], bool) and c["paper"] and c["control"] for c in doc["claims"])
     assert any(p["id"].startswith("knn-dim") and p["peer_s"] > 0 for p in doc["performance"])
     for name in ("return_vs_demos", "context_ablation", "knn_by_dimension"):
-        assert (Path(tiny.results_dir) / "figures" / f"{name}.png").exists()
+        assert (where / "figures" / f"{name}.png").exists()
     iv = doc["paired_vs_rp"]["REGENT - R&P/grid/k2"]
     assert iv["lo"] <= iv["mean"] <= iv["hi"] and iv["n"] == 2 * tiny.eval_episodes
     assert iv["blocks"] == 2  # two seeds x one held-out task
@@ -97,10 +101,10 @@ def test_noisy_equal_means_do_not_pass(tiny):
 
 def test_paired_interval_covers_the_mean_and_shrinks_with_pairs():
     rng = np.random.default_rng(1)
-    small, large = (paired_interval(0.1 + rng.standard_normal(n)) for n in (20, 2000))
+    small, large = (paired_bootstrap(0.1 + rng.standard_normal(n)) for n in (20, 2000))
     assert small["lo"] < small["mean"] < small["hi"]
     assert large["hi"] - large["lo"] < 0.3 * (small["hi"] - small["lo"])
-    assert paired_interval(np.zeros(6), 3) == {
+    assert paired_bootstrap(np.zeros(6), 3) == {
         "mean": 0.0,
         "lo": 0.0,
         "hi": 0.0,
@@ -109,5 +113,5 @@ def test_paired_interval_covers_the_mean_and_shrinks_with_pairs():
     }
     # blocks that differ widen the interval: resampling whole blocks keeps their spread
     blocky = np.repeat([0.0, 1.0], 50) + 0.01 * rng.standard_normal(100)
-    assert paired_interval(blocky, 50)["hi"] - paired_interval(blocky, 50)["lo"] > 0.5
-    assert paired_interval(blocky)["hi"] - paired_interval(blocky)["lo"] < 0.3
+    assert paired_bootstrap(blocky, 50)["hi"] - paired_bootstrap(blocky, 50)["lo"] > 0.5
+    assert paired_bootstrap(blocky)["hi"] - paired_bootstrap(blocky)["lo"] < 0.3

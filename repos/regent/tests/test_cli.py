@@ -14,17 +14,11 @@ from regent.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_help_lists_commands(capsys):
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fly"], "unknown command 'fly'"),
-        (["train", "--preset", "huge"], "--preset must be one of"),
-        (["train", "--steps", "0"], "steps must be >= 1"),
+        (["train", "--steps", "0"], "steps must be >= 1, got 0"),
+        (["train", "--d-model", "30", "--n-heads", "4"], "d_model (30) must be divisible"),
         (["train", "--families", "maze"], "families must be a non-empty subset"),
         (["train", "--ablation-sizes", "30"], "ablation_sizes must lie in 1..n_retrieved=19"),
         (["train", "--regime", "medium"], "regime must be one of"),
@@ -53,11 +47,21 @@ def test_demos_command_writes_reads_and_rejects_junk(tmp_path, capsys):
     )
     assert main(["demos", str(path), "--write", "maze"]) == 2
     assert "--write needs a family" in capsys.readouterr().err
+    for argv, message in (
+        ([], "the following arguments are required: PATH"),
+        ([str(path), "--write"], "expected one argument"),
+        ([str(path), "extra"], "unrecognized arguments: extra"),
+        ([str(tmp_path / "none.npz")], "no such file"),
+    ):
+        assert main(["demos", *argv]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err and message in err, err
 
 
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
+def test_demos_help_is_help_not_a_file_name(capsys):
+    assert main(["demos", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "usage: regent demos" in out and "--write FAMILY" in out
 
 
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
@@ -101,4 +105,5 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     for argv in commands:
         extra = [] if argv[1] == "demos" else shrink  # `demos` takes no training flags
         assert main(argv[1:] + extra) == 0, argv
-    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "regent"
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "regent"
+    assert not (tmp_path / "results").exists()

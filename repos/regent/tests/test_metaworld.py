@@ -17,9 +17,11 @@ from regent.meta_world import (
     collect_demos,
     evaluate_metaworld,
     pretraining_tasks,
+    reload_metaworld,
+    score_metaworld,
 )
+from regent.pretrain import new_model, regent_policy
 from regent.retrieval import Retriever
-from regent.train import new_model, regent_policy
 
 
 def test_held_out_tasks_are_never_pretraining_tasks():
@@ -82,6 +84,11 @@ def test_metaworld_evaluation_smoke(tiny, tmp_path):
         assert f"success_rate/scripted expert/metaworld/{task}" in metrics
     claim = metaworld_claim(cfg, _regrouped(metrics), eps)
     assert isinstance(claim["holds"], bool) and "REGENT-untrained" in claim["control"]
+    # eval's path: the saved REGENT and MT-BC checkpoints, reloaded, score the same again
+    again, again_eps = score_metaworld(cfg, *reload_metaworld(cfg, tmp_path))
+    scored = [k for k in again if not k.startswith("env_steps_per_s/")]
+    assert all(again[k] == metrics[k] for k in scored) and "REGENT/metaworld/k2" in scored
+    np.testing.assert_array_equal(again_eps["REGENT/k2"], eps["REGENT/k2"])
 
 
 def _regrouped(metrics):

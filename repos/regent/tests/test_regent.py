@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from regent.config import PRESETS
 from regent.data import rollout_expert
 from regent.envs import make_tasks
+from regent.pretrain import pretrain, pretraining_batch
 from regent.regent import (
     RegentModel,
     build_context,
@@ -21,7 +22,6 @@ from regent.regent import (
     rp_distribution,
 )
 from regent.retrieval import Retriever
-from regent.train import pretrain, pretraining_batch
 
 
 def test_distances_are_to_the_first_retrieved_state():
@@ -131,7 +131,7 @@ def test_attention_is_causal():
 def test_official_18_action_vocabulary():
     """q_RP's uniform term over 18 actions (the official vocabulary) still sums to one; the
     policy acts only among the environment's 4 actions."""
-    from regent.train import regent_policy
+    from regent.pretrain import regent_policy
 
     first, dist = torch.tensor([1, 3]), torch.rand(2, 5) * 1.5
     q = rp_distribution(first, dist, 18)

@@ -6,6 +6,8 @@ import dataclasses
 import json
 import math
 
+import pytest
+
 from regent.config import PRESETS
 from regent.meta_world import HELD_OUT
 from regent.report import report
@@ -19,7 +21,25 @@ def test_smoke_writes_config_checkpoints_and_finite_metrics(tiny, tmp_path):
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     for m in METHODS:
         assert f"{m}/k1" in metrics and f"{m}/grid/k2" in metrics
-    assert evaluate(tmp_path / "run") == metrics
+
+
+def test_eval_reloads_the_checkpoints_and_scores_them_again(tiny, tmp_path):
+    """eval rebuilds nothing it can load: the saved REGENT and MT-BC checkpoints, scored on the
+    run's held-out tasks, give train's numbers again; a damaged checkpoint is named."""
+    cfg = dataclasses.replace(tiny, families=("grid",))
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(cfg, run)
+    again = evaluate(dataclasses.replace(PRESETS["quick"], out=str(run)), run)
+    scored = [k for k in again if not k.startswith("env_steps_per_s/")]
+    assert len(scored) > 10 and all(again[k] == metrics[k] for k in scored)
+    assert {"REGENT/grid/k1", "MT-BC/k2", "ablation/n4"} <= set(scored)
+    ckpt = run / "grid_MT-BC.safetensors"
+    ckpt.write_bytes(ckpt.read_bytes()[:40])
+    with pytest.raises(ValueError, match=f"^{ckpt}: corrupt checkpoint"):
+        evaluate(cfg, run)
+    ckpt.unlink()
+    with pytest.raises(ValueError, match=f"^{ckpt}: no such checkpoint"):
+        evaluate(cfg, run)
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 from smartrag.bench import run_bench
 
 
-def test_bench_writes_schema(tiny):
-    doc = run_bench(dataclasses.replace(tiny, alpha_sweep=(0.5,)))
-    on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk == doc
+def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
+    """A real tiny bench with no results_dir, run from an empty folder: runs/quick/quick.json and
+    its figure, and no results/ folder (the committed results are written only when asked)."""
+    monkeypatch.chdir(tmp_path)
+    doc = run_bench(dataclasses.replace(tiny, alpha_sweep=(0.5,), results_dir=""))
+    where = tmp_path / "runs" / "quick"
+    assert json.loads((where / "quick.json").read_text()) == doc
+    assert not (tmp_path / "results").exists()
     for key in (
         "paper",
         "mode",
@@ -38,5 +41,5 @@ def test_bench_writes_schema(tiny):
     assert doc["tuning"]["grid"]["tau"] and "smartrag_alpha0.5" in doc["metrics"]
     assert {"oracle", "majority", "smartrag_shuffled_docs"} <= set(doc["metrics"])
     assert doc["metrics"]["smartrag"]["em"]["values"].__len__() == len(tiny.seeds)
-    assert (Path(tiny.results_dir) / "figures" / "quick_metrics.png").exists()
+    assert (where / "figures" / "quick_metrics.png").exists()
     assert any(p["id"] == "rollout-throughput" for p in doc["performance"])

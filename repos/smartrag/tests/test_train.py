@@ -6,6 +6,8 @@ import dataclasses
 import json
 import math
 
+import pytest
+
 from smartrag.config import PRESETS
 from smartrag.train import METHODS, deterministic, evaluate, train_and_evaluate
 
@@ -15,12 +17,15 @@ from .conftest import TINY
 def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["quota"] == tiny.quota
-    for name in ("sft.safetensors", "smartrag.safetensors", "ppo_log.json", "metrics.json"):
+    for name in ("sft.safetensors", "smartrag.safetensors", "rewriter.safetensors", "labels.npy"):
         assert (tmp_path / "run" / name).exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     rows = {k.split("/")[0] for k in metrics}
     assert rows == set(METHODS) | {"modular_raw_query", "smartrag_shuffled_docs"}
-    assert evaluate(tmp_path / "run") == metrics
+    # eval: the saved checkpoints, reloaded, give every evaluation metric of train again
+    again = evaluate(dataclasses.replace(PRESETS["quick"], quiet=True), tmp_path / "run")
+    assert deterministic(again) and deterministic(again).items() <= deterministic(metrics).items()
+    assert "smartrag/em" in again and "modular/em" in again
     again = train_and_evaluate(dataclasses.replace(tiny, resume=True), tmp_path / "run")
     assert deterministic(again) == deterministic(
         metrics
@@ -48,3 +53,15 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     assert full.quota == 2 and full.n_layer == 6
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["smartrag/em"])
+
+
+def test_eval_names_a_damaged_run_file(tiny, tmp_path):
+    run = tmp_path / "run"
+    train_and_evaluate(dataclasses.replace(tiny, ppo_iterations=1), run)
+    (run / "labels.npy").write_bytes(b"not numpy")
+    with pytest.raises(ValueError, match=f"^{run / 'labels.npy'}: unreadable labels file"):
+        evaluate(tiny, run)
+    ckpt = run / "smartrag.safetensors"
+    ckpt.write_bytes(ckpt.read_bytes()[:40])
+    with pytest.raises(ValueError, match=f"^{ckpt}: corrupt checkpoint"):
+        evaluate(tiny, run)

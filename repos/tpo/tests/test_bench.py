@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from pathlib import Path
 
 import numpy as np
 
 from tpo.bench import run_bench
 from tpo.config import METHODS, PRESETS
-from tpo.results import paired_interval
+from tpo.stats import paired_bootstrap
 
 from .conftest import TINY
 
@@ -23,10 +22,14 @@ CLAIM_IDS = (
 )
 
 
-def test_bench_writes_schema(tiny):
-    doc = run_bench(tiny)
-    on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk == doc
+def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
+    """A real tiny bench with no results_dir, run from an empty folder: runs/quick/quick.json and
+    its figure, and no results/ folder (the committed results are written only when asked)."""
+    monkeypatch.chdir(tmp_path)
+    doc = run_bench(dataclasses.replace(tiny, results_dir=""))
+    where = tmp_path / "runs" / "quick"
+    assert json.loads((where / "quick.json").read_text()) == doc
+    assert not (tmp_path / "results").exists()
     for key in (
         "paper",
         "mode",
@@ -47,7 +50,7 @@ def test_bench_writes_schema(tiny):
         assert ctrl["method"] == "tpo_shuffled" and ctrl["passes_test"] == (
             ctrl["interval"]["lo"] > 0
         )
-    assert (Path(tiny.results_dir) / "figures" / "quick-metrics.png").exists()
+    assert (where / "figures" / "quick-metrics.png").exists()
 
 
 def test_paper_preset_at_tiny_size_tunes_every_method_on_the_same_grid(tmp_path):
@@ -72,9 +75,9 @@ def test_paired_interval_covers_a_known_difference_and_resamples_within_seeds():
     rng = np.random.default_rng(0)
     a = [rng.normal(0.3, 1.0, 400) for _ in range(3)]
     b = [x - 0.3 + rng.normal(0, 0.1, 400) for x in a]
-    iv = paired_interval(a, b, n_boot=500)
+    iv = paired_bootstrap(a, b, n_boot=500)
     assert iv["lo"] < 0.3 < iv["hi"] and iv["n"] == 1200
-    same = paired_interval(a, a, n_boot=100)
+    same = paired_bootstrap(a, a, n_boot=100)
     assert same["diff"] == same["lo"] == same["hi"] == 0.0
 
 

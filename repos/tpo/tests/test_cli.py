@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-import torch
 
 from tpo.cli import main
 
@@ -17,17 +16,12 @@ from .conftest import TINY
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_help_lists_commands(capsys):
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fly"], "unknown command 'fly'"),
-        (["train", "--preset", "huge"], "--preset must be one of"),
-        (["train", "--sft-steps", "0"], "sft_steps must be >= 1"),
+        (["train", "--sft-steps", "0"], "sft_steps must be >= 1, got 0"),
+        (["train", "--min-steps", "4", "--max-steps", "3"], "need 1 <= min_steps <= max_steps"),
+        (["train", "--methods", "sft", "dpo"], "methods must include"),
         (["train", "--method", "ppo"], "method must be one of"),
         (["train", "--trees", "missing.jsonl", "--sft-steps", "1"], "missing.jsonl"),
     ],
@@ -58,17 +52,6 @@ def test_bad_trees_file_fails_before_training_naming_the_file(line, message, tmp
     assert not (out / "sft.safetensors").exists()  # nothing was trained
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without CUDA")
-def test_cuda_device_without_cuda_is_a_clear_error(capsys):
-    assert main(["train", "--device", "cuda"]) == 2
-    assert "torch sees no CUDA device" in capsys.readouterr().err
-
-
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
-
-
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
     """Every `tpo ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
     section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
@@ -82,4 +65,5 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
             shrink += [f"--{key.replace('_', '-')}", *map(str, values)]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "tpo"
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "tpo"
+    assert not (tmp_path / "results").exists()

@@ -15,7 +15,7 @@ from tpo.config import PRESETS
 from tpo.data import Tree, save_trees
 from tpo.evaluation import implicit_rewards
 from tpo.hf import prepare_hf
-from tpo.train import train_and_evaluate
+from tpo.train import evaluate, train_and_evaluate
 
 WORDS = [
     "What",
@@ -119,6 +119,8 @@ def test_lora_training_on_jsonl_trees_writes_adapters_and_finite_metrics(
     assert all(math.isfinite(v) for v in metrics.values())
     adapter = json.loads((tmp_path / "run" / "lora" / "adapter_config.json").read_text())
     assert adapter["r"] == 8 and adapter["lora_alpha"] == 16
+    # eval: the base model with the saved adapters loaded measures the same again
+    assert evaluate(_cfg(model_dir, trees_file, tmp_path, "sft"), tmp_path / "run") == metrics
 
 
 def test_cli_model_dir_errors_name_the_folder_or_file(model_dir, tmp_path, capsys):

@@ -6,6 +6,8 @@ import dataclasses
 import json
 import math
 
+import pytest
+
 from tpo.config import PRESETS
 from tpo.train import evaluate, train_and_evaluate
 
@@ -18,7 +20,21 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     assert (tmp_path / "run" / "sft.safetensors").exists()
     assert (tmp_path / "run" / "policy.safetensors").exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+
+
+def test_eval_reloads_the_saved_policy_and_measures_it_again(tiny, tmp_path):
+    """eval rebuilds the stage from config.json and sft.safetensors, loads policy.safetensors and
+    gives train's numbers again; a damaged or missing checkpoint is named."""
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(dataclasses.replace(tiny, pref_steps=6, pref_lr=1e-2), run)
+    assert evaluate(dataclasses.replace(PRESETS["quick"], quiet=True), run) == metrics
+    policy = run / "policy.safetensors"
+    policy.write_bytes(policy.read_bytes()[:40])
+    with pytest.raises(ValueError, match=f"^{policy}: corrupt checkpoint"):
+        evaluate(tiny, run)
+    (run / "sft.safetensors").unlink()
+    with pytest.raises(ValueError, match="sft.safetensors: no such checkpoint"):
+        evaluate(tiny, run)
 
 
 def test_curve_every_records_validation_accuracy_without_changing_the_run(tiny, tmp_path):

@@ -16,15 +16,11 @@ import numpy as np
 
 from .config import Config, validate
 from .data import rollout_expert
+from .meta_world import plot_metaworld
 from .perf import knn_by_dimension, knn_performance
-from .results import (
-    atomic_write_json,
-    claim,
-    paired_interval,
-    results_document,
-    save_figure,
-    summarize,
-)
+from .results import claim, results_document, summarize, write_results
+from .runtime import results_dir_of
+from .stats import fmt_iv, paired_bootstrap
 from .train import (
     FAMILY_SEED,
     METHODS,
@@ -81,25 +77,21 @@ def pool_episodes(per_seed: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray
     return {k: np.concatenate([e[k] for e in per_seed]) for k in per_seed[0]}
 
 
-def fmt_iv(iv: dict) -> str:
-    return f"{iv['mean']:+.3f} [{iv['lo']:+.3f}, {iv['hi']:+.3f}]"
-
-
 def order_check(
     eps: dict, ks: list[int], method: str, block: int
 ) -> tuple[bool, list[dict], list[dict]]:
     """method > R&P > MT-BC at every count: both paired intervals above 0."""
-    a = [paired_interval(eps[f"{method}/k{k}"] - eps[f"R&P/k{k}"], block) for k in ks]
-    b = [paired_interval(eps[f"R&P/k{k}"] - eps[f"MT-BC/k{k}"], block) for k in ks]
+    a = [paired_bootstrap(eps[f"{method}/k{k}"] - eps[f"R&P/k{k}"], block) for k in ks]
+    b = [paired_bootstrap(eps[f"R&P/k{k}"] - eps[f"MT-BC/k{k}"], block) for k in ks]
     return all(x["lo"] > 0 for x in a + b), a, b
 
 
 def rise_check(eps: dict, ks: list[int], method: str, block: int) -> tuple[bool, dict, list[dict]]:
     """Paired rise from the fewest to the most demos >= MIN_GAIN with its interval above 0, and
     no step between neighbouring counts whose interval lies below -NOISE."""
-    rise = paired_interval(eps[f"{method}/k{ks[-1]}"] - eps[f"{method}/k{ks[0]}"], block)
+    rise = paired_bootstrap(eps[f"{method}/k{ks[-1]}"] - eps[f"{method}/k{ks[0]}"], block)
     steps = [
-        paired_interval(eps[f"{method}/k{b}"] - eps[f"{method}/k{a}"], block)
+        paired_bootstrap(eps[f"{method}/k{b}"] - eps[f"{method}/k{a}"], block)
         for a, b in itertools.pairwise(ks)
     ]
     ok = rise["lo"] > 0 and rise["mean"] >= MIN_GAIN and all(s["hi"] > -NOISE for s in steps)
@@ -110,8 +102,8 @@ def saturation_check(runs: list[np.ndarray], block: int) -> tuple[bool, dict, di
     """Returns at the ablation sizes: the total rise >= MIN_GAIN with its interval above 0, and
     the rise up to the middle size larger than the rise after it (paired interval above 0)."""
     mid = len(runs) // 2
-    total = paired_interval(runs[-1] - runs[0], block)
-    shape = paired_interval((runs[mid] - runs[0]) - (runs[-1] - runs[mid]), block)
+    total = paired_bootstrap(runs[-1] - runs[0], block)
+    shape = paired_bootstrap((runs[mid] - runs[0]) - (runs[-1] - runs[mid]), block)
     return total["lo"] > 0 and total["mean"] >= MIN_GAIN and shape["lo"] > 0, total, shape
 
 
@@ -144,7 +136,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             f"means REGENT [{fmt(curve['REGENT'])}], R&P [{fmt(curve['R&P'])}], MT-BC "
             f"[{fmt(curve['MT-BC'])}]; REGENT - R&P: {per_k(reg_rp)}; R&P - MT-BC: {per_k(rp_bc)}",
             order_ok and not ctrl_order_ok,
-            f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
+            control=f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
             f"{per_k(ctrl_rp)} -> check {'passes (claim void)' if ctrl_order_ok else 'fails'}",
         ),
         claim(
@@ -156,7 +148,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             f"REGENT [{fmt(curve['REGENT'])}]; rise {fmt_iv(rise)}; steps "
             + ", ".join(fmt_iv(s) for s in steps),
             rise_ok and not ctrl_rise_ok,
-            f"multi-task BC (ignores the demonstrations): rise {fmt_iv(ctrl_rise)} -> check "
+            control=f"multi-task BC (ignores the demonstrations): rise {fmt_iv(ctrl_rise)} -> check "
             f"{'passes (claim void)' if ctrl_rise_ok else 'fails'}",
         ),
         claim(
@@ -169,7 +161,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             f"n={sizes}: [{fmt([a.mean() for a in abl])}]; total rise {fmt_iv(total)}; "
             f"(rise to n={mid}) - (rise after) {fmt_iv(shape)}",
             sat_ok and not ctrl_sat_ok,
-            f"R&P (no context): total rise {fmt_iv(ctrl_total)} -> check "
+            control=f"R&P (no context): total rise {fmt_iv(ctrl_total)} -> check "
             f"{'passes (claim void)' if ctrl_sat_ok else 'fails'}",
         ),
     ]
@@ -201,7 +193,7 @@ def metaworld_claim(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> d
         + ", ".join(f"{t[:-3]} {p:.2f}" for t, (_, p) in PAPER_MW_TASKS.items()),
         f"{means}; REGENT - R&P: {per_k(reg_rp)}; R&P - MT-BC: {per_k(rp_bc)}",
         ok and not ctrl_ok,
-        f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
+        control=f"untrained transformer in the same interpolation, REGENT-untrained - R&P: "
         f"{per_k(ctrl_rp)} -> check {'passes (claim void)' if ctrl_ok else 'fails'}",
     )
 
@@ -235,7 +227,7 @@ def metaworld_tables(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> 
     }
     for m in ("REGENT", "MT-BC", "BC-scratch", "REGENT-untrained"):
         for k in cfg.mw_demo_counts:
-            out["paired_vs_rp"][f"{m} - R&P/k{k}"] = paired_interval(
+            out["paired_vs_rp"][f"{m} - R&P/k{k}"] = paired_bootstrap(
                 eps[f"{m}/k{k}"] - eps[f"R&P/k{k}"], cfg.mw_eval_episodes
             )
     return out
@@ -249,7 +241,7 @@ def paired_table(cfg: Config, eps: dict[str, np.ndarray]) -> dict[str, dict]:
             if m == "R&P":
                 continue
             for k in sorted(cfg.demo_counts):
-                out[f"{m} - R&P/{scope}k{k}"] = paired_interval(
+                out[f"{m} - R&P/{scope}k{k}"] = paired_bootstrap(
                     eps[f"{m}/{scope}k{k}"] - eps[f"R&P/{scope}k{k}"], cfg.eval_episodes
                 )
     return out
@@ -262,12 +254,12 @@ KNN_FAMILY_ROWS = 12_000
 """At most this many pretraining rows in the per-family timing (numpy's brute force is O(N^2))."""
 
 
-def figure_path(cfg: Config, figdir: Path, name: str) -> Path:
+def figure_name(cfg: Config, name: str) -> str:
     """quick writes name.png; other presets prefix theirs (paper-name.png)."""
-    return figdir / (f"{name}.png" if cfg.name == "quick" else f"{cfg.name}-{name}.png")
+    return f"{name}.png" if cfg.name == "quick" else f"{cfg.name}-{name}.png"
 
 
-def plot_knn(cfg: Config, times: dict[int, tuple[float, float]], figdir: Path) -> None:
+def plot_knn(cfg: Config, times: dict[int, tuple[float, float]], figures: dict) -> None:
     dims = sorted(times)
     fig, ax = plt.subplots(figsize=(5, 3.6))
     ax.plot(dims, [times[d][0] for d in dims], marker="o", label="faiss IndexFlatL2")
@@ -278,11 +270,10 @@ def plot_knn(cfg: Config, times: dict[int, tuple[float, float]], figdir: Path) -
     ax.set_ylabel(f"seconds, all-rows {cfg.n_retrieved + 1}-NN of {KNN_ROWS} rows")
     ax.set_title("offline retrieval: index by dimension")
     ax.legend()
-    save_figure(fig, figure_path(cfg, figdir, "knn_by_dimension"))
-    plt.close(fig)
+    figures[figure_name(cfg, "knn_by_dimension")] = fig
 
 
-def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
+def plot(cfg: Config, metrics: dict, figures: dict) -> None:
     ks = sorted(cfg.demo_counts)
     fig, axes = plt.subplots(1, 1 + len(cfg.families), figsize=(5 * (1 + len(cfg.families)), 3.6))
     for ax, scope in zip(axes, ["", *(f"{f}/" for f in cfg.families)]):
@@ -301,8 +292,7 @@ def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
         ax.set_title(f"held-out tasks: {scope.rstrip('/') or 'all'}")
     axes[0].set_ylabel("normalised return")
     axes[0].legend(fontsize=8)
-    save_figure(fig, figure_path(cfg, figdir, "return_vs_demos"))
-    plt.close(fig)
+    figures[figure_name(cfg, "return_vs_demos")] = fig
     sizes = sorted(cfg.ablation_sizes)
     fig, ax = plt.subplots(figsize=(5, 3.6))
     for scope in ["", *(f"{f}/" for f in cfg.families)]:
@@ -319,13 +309,12 @@ def plot(cfg: Config, metrics: dict, figdir: Path) -> None:
     ax.set_ylabel("normalised return")
     ax.set_title(f"REGENT context-size ablation, {cfg.ablation_demos} demos")
     ax.legend()
-    save_figure(fig, figure_path(cfg, figdir, "context_ablation"))
-    plt.close(fig)
+    figures[figure_name(cfg, "context_ablation")] = fig
 
 
-def performance(cfg: Config, metrics: dict) -> list[dict]:
+def performance(cfg: Config, metrics: dict, figures: dict) -> list[dict]:
     out, times = knn_by_dimension(KNN_DIMS, KNN_ROWS, cfg.n_retrieved + 1)
-    plot_knn(cfg, times, Path(cfg.results_dir) / "figures")
+    plot_knn(cfg, times, figures)
     for family in cfg.families:
         train_tasks, _ = family_tasks(family, dataclasses.replace(cfg, seed=cfg.seeds[0]))
         seed = 1_000 * cfg.seeds[0] + FAMILY_SEED[family]
@@ -356,6 +345,8 @@ def performance(cfg: Config, metrics: dict) -> list[dict]:
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every seed's run into --out/seed<s>, then <results-dir>/<preset>.json with its figures
+    (written together at the end; results-dir defaults to runs/<preset>)."""
     validate(cfg)
     set_threads(cfg.threads)
     start = time.perf_counter()
@@ -371,8 +362,9 @@ def run_bench(cfg: Config) -> dict:
             [read_metaworld_episodes(Path(cfg.out) / f"seed{s}") for s in cfg.seeds]
         )
         claims.append(metaworld_claim(cfg, metrics, mw_eps))
-    perf = performance(cfg, metrics)
-    plot(cfg, metrics, Path(cfg.results_dir) / "figures")
+    figures: dict = {}
+    perf = performance(cfg, metrics, figures)
+    plot(cfg, metrics, figures)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -385,13 +377,10 @@ def run_bench(cfg: Config) -> dict:
     )
     doc["paired_vs_rp"] = paired_table(cfg, eps)
     if cfg.metaworld:
-        from .meta_world import plot_metaworld
-
         doc["metaworld"] = metaworld_tables(cfg, metrics, mw_eps)
-        figdir = Path(cfg.results_dir) / "figures"
-        plot_metaworld(
-            doc["metaworld"], sorted(cfg.mw_demo_counts), figure_path(cfg, figdir, "metaworld")
+        figures[figure_name(cfg, "metaworld")] = plot_metaworld(
+            doc["metaworld"], sorted(cfg.mw_demo_counts)
         )
     doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

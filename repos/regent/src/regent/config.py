@@ -1,7 +1,10 @@
 """Configuration: one frozen dataclass, one docstring line per field, and the presets.
 
-Every field is a command-line flag (`regent train --help`). Presets are plain instances; a
-command-line flag overrides the preset's value. Nothing is derived in `__post_init__`.
+Every field is a command-line flag (`regent train --help`); the run fields (name, seed, seeds,
+device, out, results_dir, quiet) come from runtime.RunConfig. Single-field bounds stand beside
+their fields; `validate` adds the checks that involve several fields or a set of names. Presets
+are plain instances; a command-line flag overrides the preset's value. Nothing is derived in
+`__post_init__`. Pretraining runs on --device; evaluation runs on the CPU.
 """
 
 from __future__ import annotations
@@ -10,90 +13,82 @@ import dataclasses
 
 from .envs import FAMILIES, REGIMES
 from .retrieval import NORMALISERS
+from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
+
+Positive = Annotated[int, Ge(1)]
+Counts = Annotated[tuple[int, ...], MinLen(1), Ge(1)]
+Fraction = Annotated[float, Interval(ge=0, le=1)]
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for tasks, demonstrations, initialisation and evaluation."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device for pretraining (cpu, cuda, ...); evaluation runs on the CPU."""
-    threads: int = 1
+class Config(RunConfig):
+    threads: Positive = 1
     """CPU threads of torch and faiss."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and the safetensors checkpoints."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     resume: bool = False
     """Reuse pretrained checkpoints found in --out instead of training again."""
-    families: tuple[str, ...] = FAMILIES
+    families: Annotated[tuple[str, ...], MinLen(1)] = FAMILIES
     """Task families: point (continuous reach) and grid (discrete navigation)."""
     regime: str = "hard"
     """Task-family settings (envs.REGIMES): easy (short horizons) or hard (2-3x longer)."""
-    n_train_tasks: int = 12
+    n_train_tasks: Positive = 12
     """Pretraining tasks per family (24 in all)."""
-    n_test_tasks: int = 3
+    n_test_tasks: Positive = 3
     """Held-out tasks per family (6 in all)."""
-    train_demos: int = 40
-    """Demonstration episodes per pretraining task."""
-    demo_noise: float = 0.3
+    train_demos: Annotated[int, Ge(2)] = 40
+    """Demonstration episodes per pretraining task (>= 2: retrieval excludes the query's own
+    episode)."""
+    demo_noise: Fraction = 0.3
     """Expert noise: Gaussian action std (point) or epsilon of random actions (grid)."""
-    n_retrieved: int = 19
+    n_retrieved: Positive = 19
     """Retrieved demonstration states in REGENT's context (the paper's 19, 20 states in all)."""
     normaliser: str = "nn1"
     """p95 distance normaliser: nn1 (1-NN distances, ours) or context (all n, the official)."""
-    action_vocab: int = 0
+    action_vocab: Annotated[int, Ge(0)] = 0
     """Discrete action vocabulary of the model and q_RP's uniform term; 0: the environment's 4
     actions; 18: the official (Atari's full set; actions 4-17 are never taken)."""
-    lam: float = 10.0
+    lam: Annotated[float, Ge(0)] = 10.0
     """lambda of the interpolation weight exp(-lambda d)."""
-    cont_scale: float = 10.0
+    cont_scale: Annotated[float, Gt(0)] = 10.0
     """L, the scale of the network's clamped continuous output in the interpolation."""
-    d_model: int = 64
+    d_model: Positive = 64
     """Transformer width."""
-    n_layers: int = 2
+    n_layers: Positive = 2
     """Transformer layers."""
-    n_heads: int = 4
+    n_heads: Positive = 4
     """Attention heads."""
-    steps: int = 400
+    steps: Positive = 400
     """Pretraining steps of each REGENT model."""
-    batch_size: int = 48
+    batch_size: Positive = 48
     """Pretraining batch size (contexts)."""
-    lr: float = 1e-3
+    lr: Annotated[float, Gt(0)] = 1e-3
     """AdamW learning rate for pretraining."""
-    bc_steps: int = 300
+    bc_steps: Positive = 300
     """Steps of behaviour cloning from scratch on a held-out task's demonstrations."""
-    mtbc_steps: int = 1500
+    mtbc_steps: Positive = 1500
     """Steps of multi-task behaviour cloning on all pretraining tasks."""
-    demo_counts: tuple[int, ...] = (1, 2, 5, 10, 20)
+    demo_counts: Counts = (1, 2, 5, 10, 20)
     """Demonstration episodes given on each held-out task."""
-    eval_episodes: int = 50
+    eval_episodes: Positive = 50
     """Evaluation episodes per held-out task and demonstration count (the same start states for
     every method and count: the claims use paired differences)."""
-    ablation_sizes: tuple[int, ...] = (1, 2, 4, 9, 19)
+    ablation_sizes: Counts = (1, 2, 4, 9, 19)
     """Retrieved states n in the context-size ablation (context = n + 1 states)."""
-    ablation_demos: int = 20
+    ablation_demos: Positive = 20
     """Demonstration episodes used in the context-size ablation."""
     metaworld: bool = False
     """Also run Meta-World (needs the `metaworld` extra): pretrain on scripted demonstrations of
     --mw-train-tasks MT50 tasks, evaluate on the paper's 5 held-out tasks (the paper preset)."""
-    mw_train_tasks: int = 15
+    mw_train_tasks: Annotated[int, Interval(ge=1, le=45)] = 15
     """Meta-World pretraining tasks, evenly spaced in name order among the 45 not held out."""
-    mw_train_demos: int = 10
-    """Scripted demonstration episodes per Meta-World pretraining task."""
-    mw_demo_counts: tuple[int, ...] = (5, 25)
+    mw_train_demos: Annotated[int, Ge(2)] = 10
+    """Scripted demonstration episodes per Meta-World pretraining task (>= 2, as train_demos)."""
+    mw_demo_counts: Counts = (5, 25)
     """Demonstration episodes given on each held-out Meta-World task."""
-    mw_eval_episodes: int = 20
+    mw_eval_episodes: Positive = 20
     """Paired evaluation episodes per held-out Meta-World task and demonstration count."""
-    mw_horizon: int = 150
+    mw_horizon: Positive = 150
     """Meta-World episode length (the scripted policies succeed within 25-150 steps)."""
-    demo_noise_mw: float = 0.1
+    demo_noise_mw: Fraction = 0.1
     """Gaussian action noise (std) added to the scripted Meta-World demonstrators."""
 
 
@@ -114,7 +109,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         n_train_tasks=45,
         n_test_tasks=5,
         train_demos=100,
@@ -141,49 +136,13 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    positive = (
-        "n_train_tasks",
-        "n_test_tasks",
-        "train_demos",
-        "n_retrieved",
-        "d_model",
-        "n_layers",
-        "n_heads",
-        "steps",
-        "batch_size",
-        "bc_steps",
-        "mtbc_steps",
-        "eval_episodes",
-        "threads",
-        "ablation_demos",
-        "mw_train_tasks",
-        "mw_train_demos",
-        "mw_eval_episodes",
-        "mw_horizon",
-    )
-    for field in positive:
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
-    if cfg.train_demos < 2:
-        raise ValueError(
-            f"train_demos must be >= 2 (retrieval excludes the query's own episode), got {cfg.train_demos}"
-        )
-    if cfg.lr <= 0 or cfg.lam < 0 or cfg.cont_scale <= 0:
-        raise ValueError(
-            f"need lr > 0, lam >= 0, cont_scale > 0; got {cfg.lr}, {cfg.lam}, {cfg.cont_scale}"
-        )
+    check_bounds(cfg)
     if cfg.d_model % cfg.n_heads:
         raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_heads ({cfg.n_heads})")
     bad = [f for f in cfg.families if f not in FAMILIES]
-    if bad or not cfg.families:
+    if bad:
         raise ValueError(f"families must be a non-empty subset of {FAMILIES}, got {cfg.families}")
-    if not cfg.demo_counts or min(cfg.demo_counts) < 1:
-        raise ValueError(f"demo_counts must be positive integers, got {cfg.demo_counts}")
-    if (
-        not cfg.ablation_sizes
-        or min(cfg.ablation_sizes) < 1
-        or max(cfg.ablation_sizes) > cfg.n_retrieved
-    ):
+    if max(cfg.ablation_sizes) > cfg.n_retrieved:
         raise ValueError(
             f"ablation_sizes must lie in 1..n_retrieved={cfg.n_retrieved}, got {cfg.ablation_sizes}"
         )
@@ -192,8 +151,6 @@ def validate(cfg: Config) -> Config:
             f"ablation_demos ({cfg.ablation_demos}) must be one of demo_counts {cfg.demo_counts} "
             "(R&P at that count is the ablation's negative control)"
         )
-    if not 0 <= cfg.demo_noise <= 1:
-        raise ValueError(f"demo_noise must be in [0, 1], got {cfg.demo_noise}")
     if cfg.regime not in REGIMES:
         raise ValueError(f"regime must be one of {sorted(REGIMES)}, got {cfg.regime!r}")
     if cfg.normaliser not in NORMALISERS:
@@ -202,19 +159,4 @@ def validate(cfg: Config) -> Config:
         raise ValueError(
             f"action_vocab must be 0 or >= 4 (GridNav's actions), got {cfg.action_vocab}"
         )
-    if not cfg.mw_demo_counts or min(cfg.mw_demo_counts) < 1:
-        raise ValueError(f"mw_demo_counts must be positive integers, got {cfg.mw_demo_counts}")
-    if cfg.mw_train_demos < 2:
-        raise ValueError(
-            f"mw_train_demos must be >= 2 (retrieval excludes the query's own episode), "
-            f"got {cfg.mw_train_demos}"
-        )
-    if cfg.mw_train_tasks > 45:
-        raise ValueError(
-            f"mw_train_tasks must be at most 45 (MT50 minus 5 held out), got {cfg.mw_train_tasks}"
-        )
-    if not 0 <= cfg.demo_noise_mw <= 1:
-        raise ValueError(f"demo_noise_mw must be in [0, 1], got {cfg.demo_noise_mw}")
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
     return cfg

@@ -20,6 +20,7 @@ import numpy as np
 from . import baselines
 from .config import Config
 from .data import Demos, take_episodes
+from .pretrain import load_state, new_model, pretrain, pretraining_batch, regent_policy, save_state
 from .retrieval import Retriever
 
 HELD_OUT = ("bin-picking-v3", "box-close-v3", "door-lock-v3", "door-unlock-v3", "hand-insert-v3")
@@ -27,6 +28,8 @@ HELD_OUT = ("bin-picking-v3", "box-close-v3", "door-lock-v3", "door-unlock-v3", 
 MW_METHODS = ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-untrained")
 """Methods run on Meta-World; REGENT-untrained is the ordering claim's negative control."""
 ACT_DIM = 4
+OBS_DIM = 39
+"""The goal-observable state."""
 FIELDS = ("obs", "act", "rew", "episode")
 DEMO_POOL = 2
 """Environments per pretraining task while collecting its demonstrations."""
@@ -162,8 +165,6 @@ def seen_tasks_check(cfg: Config, model, metrics: dict) -> None:
     """Diagnosis, reported only: REGENT and R&P on SEEN_PROBES pretraining tasks (fresh
     demonstrations and start states, the largest demo count). REGENT acting well here but not on
     the held-out tasks points at task generalisation rather than the method's machinery."""
-    from .train import regent_policy
-
     k = max(cfg.mw_demo_counts)
     tasks = pretraining_tasks(cfg.mw_train_tasks)
     probes = [tasks[int(i)] for i in np.linspace(0, len(tasks) - 1, SEEN_PROBES).round()]
@@ -191,12 +192,10 @@ def seen_tasks_check(cfg: Config, model, metrics: dict) -> None:
 def evaluate_metaworld(
     cfg: Config, workdir: Path
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """Pretrain REGENT and MT-BC on the pretraining tasks' scripted demonstrations, then run every
-    method of MW_METHODS on the held-out tasks at each of cfg.mw_demo_counts, on the same seeded
-    start states. Returns flat metrics and per-episode arrays (tasks x episodes, task-major):
+    """Pretrain REGENT and MT-BC on the pretraining tasks' scripted demonstrations (checkpoints
+    saved in workdir), then score every method of MW_METHODS on the held-out tasks
+    (score_metaworld). Returns flat metrics and per-episode arrays (tasks x episodes, task-major):
     '<method>/k<k>' normalised return and 'success/<method>/k<k>'."""
-    from .train import new_model, pretrain, pretraining_batch, regent_policy
-
     family = "metaworld"
     workdir.mkdir(parents=True, exist_ok=True)
     demo_seed = 1_000 * cfg.seed + 3
@@ -217,7 +216,33 @@ def evaluate_metaworld(
         metrics[f"pretrain_loss_first/REGENT/{family}"] = float(np.mean(losses[:20]))
         metrics[f"pretrain_loss_last/REGENT/{family}"] = float(np.mean(losses[-20:]))
     pooled = Demos(*(np.concatenate([getattr(d, f) for d in train_demos]) for f in FIELDS))
-    mtbc = baselines.fit_bc(pooled, ACT_DIM, cfg.mtbc_steps, 1e-3, 256, cfg.seed)
+    mtbc_path = workdir / f"{family}_MT-BC.safetensors"
+    if cfg.resume and mtbc_path.exists():
+        mtbc = load_state(baselines.MLPPolicy(OBS_DIM, ACT_DIM, False), mtbc_path)
+    else:
+        mtbc = baselines.fit_bc(pooled, ACT_DIM, cfg.mtbc_steps, 1e-3, 256, cfg.seed)
+        save_state(mtbc, mtbc_path)
+    scored, episodes = score_metaworld(cfg, models, mtbc)
+    return {**metrics, **scored}, episodes
+
+
+def reload_metaworld(cfg: Config, workdir: Path) -> tuple[dict, baselines.MLPPolicy]:
+    """The REGENT and MT-BC checkpoints evaluate_metaworld saved (and the untrained control)."""
+    models = {"REGENT-untrained": new_model(OBS_DIM, "metaworld", cfg).eval()}
+    models["REGENT"] = load_state(
+        new_model(OBS_DIM, "metaworld", cfg), workdir / "metaworld_REGENT.safetensors"
+    )
+    mtbc = baselines.MLPPolicy(OBS_DIM, ACT_DIM, False)
+    return models, load_state(mtbc, workdir / "metaworld_MT-BC.safetensors")
+
+
+def score_metaworld(
+    cfg: Config, models: dict, mtbc: baselines.MLPPolicy
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Every method of MW_METHODS on the held-out tasks at each of cfg.mw_demo_counts, on the same
+    seeded start states (BC from scratch is fitted here), then the seen-task diagnosis."""
+    metrics: dict[str, float] = {}
+    demo_seed = 1_000 * cfg.seed + 3
     clocks: dict[str, dict] = {m: {} for m in MW_METHODS}
     scores: dict[str, list] = {}
     for ti, name in enumerate(HELD_OUT):
@@ -269,12 +294,10 @@ def evaluate_metaworld(
     return metrics, {k: v for k, v in episodes.items() if "@" not in k}
 
 
-def plot_metaworld(tables: dict, ks: list[int], path: Path) -> None:
+def plot_metaworld(tables: dict, ks: list[int]):
     """Per held-out task: normalised return of each method at the largest count (scripted
     expert = 1, random = 0), beside the paper's REGENT and R&P with 100 demonstrations."""
     import matplotlib.pyplot as plt
-
-    from .results import save_figure
 
     tasks = [t for t in tables["tasks"] if t != "all"]
     fig, ax = plt.subplots(figsize=(9, 3.6))
@@ -290,5 +313,4 @@ def plot_metaworld(tables: dict, ks: list[int], path: Path) -> None:
     ax.set_ylabel(f"normalised return, {ks[-1]} demos")
     ax.set_title("Meta-World held-out tasks (lines: the paper's REGENT solid, R&P dotted)")
     ax.legend(fontsize=7, ncol=3)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig

@@ -1,32 +1,37 @@
 """train_and_evaluate(cfg, workdir) -> metrics: pretrain on the training tasks, then evaluate
-every method on the held-out tasks at each demonstration count, for one seed."""
+every method on the held-out tasks at each demonstration count, for one seed. evaluate(cfg, workdir)
+reloads the checkpoints such a run saved and scores them again on the same held-out tasks."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import faiss
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
-from tqdm.auto import tqdm
 
 from . import baselines
 from .config import Config, validate
 from .data import Demos, rollout_expert, take_episodes
 from .envs import make_env, make_tasks
-from .regent import RegentModel, build_context
-from .results import atomic_write_bytes, atomic_write_json
-from .retrieval import NORMALISERS, Retriever, knn_other_episodes, p95_normaliser
+from .meta_world import evaluate_metaworld, reload_metaworld, score_metaworld
+from .pretrain import (
+    Policy,
+    act_size,
+    load_state,
+    new_model,
+    pretrain,
+    pretraining_batch,
+    regent_policy,
+    save_state,
+)
+from .results import atomic_write_json, read_config, read_json
+from .retrieval import Retriever
 
 METHODS = ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-no-interp", "REGENT-untrained")
 """REGENT-untrained is the negative control: the same interpolation around an untrained network."""
-Policy = Callable[[np.ndarray, np.ndarray, list], np.ndarray]
 FAMILY_SEED = {"point": 1, "grid": 2}
 
 
@@ -37,103 +42,6 @@ def family_tasks(family: str, cfg: Config) -> tuple[list, list]:
         make_tasks(family, cfg.n_train_tasks, base, cfg.regime),
         make_tasks(family, cfg.n_test_tasks, base + 50, cfg.regime),
     )
-
-
-GRID_ACTIONS = 4
-
-
-def act_size(family: str, cfg: Config) -> int:
-    """Continuous action dimensions, or the discrete vocabulary the model outputs."""
-    if family == "metaworld":
-        return 4
-    return (cfg.action_vocab or GRID_ACTIONS) if family == "grid" else 2
-
-
-def pretraining_batch(
-    demos_per_task: list[Demos], n: int, normaliser: str
-) -> tuple[dict[str, torch.Tensor], list[float]]:
-    """Every row of every training task as a query, with n neighbours from other episodes; also
-    each task's ratio of the official normaliser (p95 over all n context distances) to ours (p95
-    over 1-NN distances), as used, i.e. after the fallback to 1 for a zero percentile."""
-    parts, ratios = [], []
-    for demos in demos_per_task:
-        _, idx = knn_other_episodes(demos, n)
-        norms = {kind: p95_normaliser(demos, kind, n) for kind in NORMALISERS}
-        ratios.append(norms["context"] / norms["nn1"])
-        parts.append(build_context(demos, idx, demos.obs, demos.rew, demos.act, norms[normaliser]))
-    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}, ratios
-
-
-def show_progress(cfg: Config) -> bool:
-    return not cfg.quiet and sys.stderr.isatty()
-
-
-def new_model(obs_dim: int, family: str, cfg: Config) -> RegentModel:
-    """A freshly initialised REGENT transformer (the same weights for the same seed)."""
-    torch.manual_seed(cfg.seed)
-    return RegentModel(
-        obs_dim,
-        act_size(family, cfg),
-        family == "grid",
-        cfg.d_model,
-        cfg.n_layers,
-        cfg.n_heads,
-        cfg.n_retrieved + 1,
-    )
-
-
-def pretrain(
-    data: dict[str, torch.Tensor], family: str, cfg: Config, interpolate: bool, ckpt: Path
-) -> tuple[RegentModel, list[float]]:
-    """Train a REGENT model on pretraining contexts; loss over all context positions."""
-    model = new_model(data["obs"].shape[-1], family, cfg).to(cfg.device)
-    if cfg.resume and ckpt.exists():
-        model.load_state_dict(load_file(ckpt))
-        return model.cpu().eval(), []
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    losses = []
-    bar = tqdm(
-        range(cfg.steps),
-        desc=f"{family} {'REGENT' if interpolate else 'no-interp'}",
-        disable=not show_progress(cfg),
-        leave=False,
-    )
-    n_rows = len(data["obs"])
-    for _ in bar:
-        rows = torch.randint(n_rows, (cfg.batch_size,), generator=gen)
-        batch = {k: v[rows].to(cfg.device) for k, v in data.items()}
-        loss = model.loss(batch, interpolate, cfg.lam, cfg.cont_scale)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        bar.set_postfix(loss=f"{losses[-1]:.4f}")
-    model = model.cpu().eval()
-    state = {k: v.contiguous() for k, v in model.state_dict().items()}
-    tmp = ckpt.with_suffix(".tmp")
-    save_file(state, tmp)
-    atomic_write_bytes(ckpt, tmp.read_bytes())
-    tmp.unlink()
-    return model, losses
-
-
-def regent_policy(
-    model: RegentModel, retriever: Retriever, n: int, interpolate: bool, cfg: Config
-) -> Policy:
-    """REGENT at evaluation: retrieve, build the context, act on the query position."""
-    n_eff = min(n, len(retriever.demos))  # a single short demo can hold fewer than n states
-
-    @torch.no_grad()
-    def act(obs: np.ndarray, rew: np.ndarray, envs: list) -> np.ndarray:
-        idx, _ = retriever.retrieve(obs, n_eff)
-        batch = build_context(retriever.demos, idx, obs, rew, None, retriever.normaliser)
-        out = model.predict(batch, interpolate, cfg.lam, cfg.cont_scale)[:, -1]
-        if model.discrete:  # only the environment's actions; a larger vocabulary pads
-            return out[:, :GRID_ACTIONS].argmax(-1).numpy()
-        return out.clamp(-1, 1).numpy()
-
-    return act
 
 
 def expert_policy(obs: np.ndarray, rew: np.ndarray, envs: list) -> np.ndarray:
@@ -181,12 +89,13 @@ def normalise(ret, random_ret: float, expert_ret: float):
     return (ret - random_ret) / max(expert_ret - random_ret, 1e-6)
 
 
-def evaluate_family(
+def pretrain_family(
     family: str, cfg: Config, workdir: Path
-) -> tuple[dict[str, float], dict[str, np.ndarray]]:
-    """Pretrain REGENT (with and without interpolation) and MT-BC, then score all methods.
-    Returns the metrics and each method's per-episode normalised returns (tasks x episodes)."""
-    train_tasks, test_tasks = family_tasks(family, cfg)
+) -> tuple[dict[str, torch.nn.Module], baselines.MLPPolicy, dict[str, float]]:
+    """Pretrain REGENT (with and without interpolation) and MT-BC on the family's training tasks;
+    saves their checkpoints in workdir. Returns the models (and the untrained control), MT-BC,
+    and the pretraining metrics."""
+    train_tasks, _ = family_tasks(family, cfg)
     demo_seed = 1_000 * cfg.seed + FAMILY_SEED[family]
     train_demos = [
         rollout_expert(t, cfg.train_demos, demo_seed + 7 * i, cfg.demo_noise)
@@ -208,8 +117,50 @@ def evaluate_family(
             for f in ("obs", "act", "rew", "episode")
         )
     )
-    n_act = act_size(family, dataclasses.replace(cfg, action_vocab=0))  # the env's own actions
-    mtbc = baselines.fit_bc(pooled, n_act, cfg.mtbc_steps, 1e-3, 256, cfg.seed)
+    mtbc_path = workdir / f"{family}_MT-BC.safetensors"
+    if cfg.resume and mtbc_path.exists():
+        mtbc = load_state(mtbc_model(pooled.obs.shape[1], family, cfg), mtbc_path)
+    else:
+        mtbc = baselines.fit_bc(
+            pooled, env_actions(family, cfg), cfg.mtbc_steps, 1e-3, 256, cfg.seed
+        )
+        save_state(mtbc, mtbc_path)
+    return models, mtbc, metrics
+
+
+def env_actions(family: str, cfg: Config) -> int:
+    """The environment's own action count or dimensions (what the BC baselines output)."""
+    return act_size(family, dataclasses.replace(cfg, action_vocab=0))
+
+
+def mtbc_model(obs_dim: int, family: str, cfg: Config) -> baselines.MLPPolicy:
+    return baselines.MLPPolicy(obs_dim, env_actions(family, cfg), family == "grid")
+
+
+def reload_family(
+    family: str, cfg: Config, workdir: Path
+) -> tuple[dict[str, torch.nn.Module], baselines.MLPPolicy]:
+    """The models pretrain_family saved in workdir (and the untrained control, rebuilt from the
+    seed), ready for score_family."""
+    _, test_tasks = family_tasks(family, cfg)
+    obs_dim = make_env(test_tasks[0]).observation_space.shape[0]
+    models = {"REGENT-untrained": new_model(obs_dim, family, cfg).eval()}
+    for name in ("REGENT", "REGENT-no-interp"):
+        path = workdir / f"{family}_{name}.safetensors"
+        models[name] = load_state(new_model(obs_dim, family, cfg), path)
+    mtbc = load_state(mtbc_model(obs_dim, family, cfg), workdir / f"{family}_MT-BC.safetensors")
+    return models, mtbc
+
+
+def score_family(
+    family: str, cfg: Config, models: dict[str, torch.nn.Module], mtbc: baselines.MLPPolicy
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """Score every method on the family's held-out tasks at each demonstration count (BC from
+    scratch is fitted here, on each task's few demonstrations). Returns the metrics and each
+    method's per-episode normalised returns (tasks x episodes)."""
+    _, test_tasks = family_tasks(family, cfg)
+    demo_seed = 1_000 * cfg.seed + FAMILY_SEED[family]
+    n_act = env_actions(family, cfg)
     clocks: dict[str, dict] = {m: {} for m in METHODS}
     scores: dict[str, list] = {}
     for ti, task in enumerate(test_tasks):
@@ -257,7 +208,7 @@ def evaluate_family(
             pol = regent_policy(models["REGENT"], retriever, n, True, cfg)
             scores.setdefault(f"ablation/{family}/n{n}", []).append(score(pol))
     episodes = {k: np.concatenate(v) for k, v in scores.items()}
-    metrics.update({k: float(v.mean()) for k, v in episodes.items()})
+    metrics = {k: float(v.mean()) for k, v in episodes.items()}
     for m, c in clocks.items():
         metrics[f"env_steps_per_s/{m}/{family}"] = c["steps"] / c["seconds"]
     return metrics, episodes
@@ -267,6 +218,18 @@ def set_threads(n: int) -> None:
     """One knob for torch's and faiss's (OpenMP) CPU threads: the machines are shared."""
     torch.set_num_threads(n)
     faiss.omp_set_num_threads(n)
+
+
+def pool_families(cfg: Config, metrics: dict[str, float], episodes: dict[str, np.ndarray]) -> None:
+    """Add the families pooled ('REGENT/k5' from 'REGENT/point/k5' and 'REGENT/grid/k5')."""
+    for key in list(episodes):
+        head, _, tail = key.split("/")
+        pooled = f"{head}/{tail}"
+        if pooled not in episodes:
+            episodes[pooled] = np.concatenate(
+                [episodes[f"{head}/{f}/{tail}"] for f in cfg.families]
+            )
+            metrics[pooled] = float(episodes[pooled].mean())
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
@@ -279,50 +242,57 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     metrics: dict[str, float] = {}
     episodes: dict[str, np.ndarray] = {}
     for family in cfg.families:
-        fam_metrics, fam_episodes = evaluate_family(family, cfg, workdir)
-        metrics.update(fam_metrics)
+        models, mtbc, fam_metrics = pretrain_family(family, cfg, workdir)
+        scored, fam_episodes = score_family(family, cfg, models, mtbc)
+        metrics.update({**fam_metrics, **scored})
         episodes.update(fam_episodes)
     if cfg.metaworld:  # its own episodes file: its tasks and demo counts differ from the families'
-        from .meta_world import evaluate_metaworld
-
         mw_metrics, mw_episodes = evaluate_metaworld(cfg, workdir)
         metrics.update(mw_metrics)
         atomic_write_json(
             workdir / "metaworld_episodes.json", {k: v.tolist() for k, v in mw_episodes.items()}
         )
-    for key in list(episodes):
-        head, _, tail = key.split("/")
-        pooled = f"{head}/{tail}"
-        if pooled not in episodes:
-            episodes[pooled] = np.concatenate(
-                [episodes[f"{head}/{f}/{tail}"] for f in cfg.families]
-            )
-            metrics[pooled] = float(episodes[pooled].mean())
+    pool_families(cfg, metrics, episodes)
     atomic_write_json(workdir / "episodes.json", {k: v.tolist() for k, v in episodes.items()})
     atomic_write_json(workdir / "metrics.json", metrics)
+    return metrics
+
+
+def run_config(workdir: str | Path) -> Config:
+    """The Config a `train` run saved in workdir/config.json (a ValueError naming the file when
+    it is missing, corrupt or not a valid configuration)."""
+    return read_config(Path(workdir) / "config.json", Config, validate)
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the checkpoints a `train` run saved in workdir (REGENT with and without
+    interpolation, multi-task BC; Meta-World's too when the run had it) and score them again on
+    the run's held-out tasks, with the run's own configuration. Returns the same metric keys as
+    train (speeds are this evaluation's); nothing is written."""
+    workdir = Path(workdir)
+    run = dataclasses.replace(run_config(workdir), out=str(workdir), quiet=cfg.quiet)
+    set_threads(cfg.threads)
+    metrics: dict[str, float] = {}
+    episodes: dict[str, np.ndarray] = {}
+    for family in run.families:
+        scored, fam_episodes = score_family(family, run, *reload_family(family, run, workdir))
+        metrics.update(scored)
+        episodes.update(fam_episodes)
+    if run.metaworld:
+        mw_metrics, _ = score_metaworld(run, *reload_metaworld(run, workdir))
+        metrics.update(mw_metrics)
+    pool_families(run, metrics, episodes)
     return metrics
 
 
 def read_episodes(workdir: str | Path) -> dict[str, np.ndarray]:
     """Per-episode normalised returns a previous `train` wrote (paired across methods)."""
     path = Path(workdir) / "episodes.json"
-    if not path.exists():
-        raise ValueError(f"no episodes.json in {workdir}; run `train --out {workdir}` first")
-    return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}
+    return {k: np.asarray(v) for k, v in read_json(path, "episodes file").items()}
 
 
 def read_metaworld_episodes(workdir: str | Path) -> dict[str, np.ndarray]:
     """Per-episode Meta-World normalised returns ('<method>/k<k>') and successes
     ('success/<method>/k<k>') a previous `train` with --metaworld wrote."""
     path = Path(workdir) / "metaworld_episodes.json"
-    if not path.exists():
-        raise ValueError(f"no metaworld_episodes.json in {workdir}; run `train --metaworld` first")
-    return {k: np.asarray(v) for k, v in json.loads(path.read_text()).items()}
-
-
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+    return {k: np.asarray(v) for k, v in read_json(path, "Meta-World episodes file").items()}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 
@@ -16,7 +15,8 @@ from scipy import stats
 
 from .config import Config, validate
 from .evaluation import TAUS
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .results import claim, read_json, results_document, summarize, write_results
+from .runtime import results_dir_of
 from .train import METHODS, train_and_evaluate
 
 PAPER = "smartrag"
@@ -170,7 +170,7 @@ def performance(metrics: dict) -> list[dict]:
     return perf
 
 
-def plot(metrics: dict, logs: list[list[dict]], path: Path, alpha: float) -> None:
+def plot(metrics: dict, logs: list[list[dict]], alpha: float):
     sweep = alpha_sweep(metrics, alpha)
     fig, axes = plt.subplots(1, 5 if sweep else 4, figsize=(22 if sweep else 18, 3.6))
     for ax, key in zip(axes[:2], ("em", "retrieval_rate"), strict=True):
@@ -202,8 +202,7 @@ def plot(metrics: dict, logs: list[list[dict]], path: Path, alpha: float) -> Non
         ax.set_ylabel("%")
         ax.legend()
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def alpha_sweep(metrics: dict, alpha: float) -> dict[float, dict]:
@@ -214,6 +213,8 @@ def alpha_sweep(metrics: dict, alpha: float) -> dict[float, dict]:
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every seed's run into --out/seed<s>, then <results-dir>/<preset>.json with its figure
+    (written together at the end; results-dir defaults to runs/<preset>)."""
     validate(cfg)
     start = time.perf_counter()
     per_method: dict[str, dict[str, list[float]]] = {}
@@ -225,9 +226,8 @@ def run_bench(cfg: Config) -> dict:
             method, metric = key.split("/", 1)
             per_method.setdefault(method, {}).setdefault(metric, []).append(value)
         log_path = workdir / "ppo_log.json"
-        logs.append(json.loads(log_path.read_text()) if log_path.exists() else [])
+        logs.append(read_json(log_path, "PPO log", list) if log_path.exists() else [])
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    plot(metrics, logs, Path(cfg.results_dir) / "figures" / f"{cfg.name}_metrics.png", cfg.alpha)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -246,5 +246,6 @@ def run_bench(cfg: Config) -> dict:
         + [f"smartrag_alpha{a}" for a in cfg.alpha_sweep],
         "fixed": {"alpha": cfg.alpha, "ppo_lr": cfg.ppo_lr, "lm_lr": cfg.lm_lr},
     }
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    figure = plot(metrics, logs, cfg.alpha)
+    write_results(results_dir_of(cfg), cfg.name, doc, {f"{cfg.name}_metrics.png": figure})
     return doc

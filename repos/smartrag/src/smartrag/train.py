@@ -2,21 +2,22 @@
 
 One run = one seed: build the world, warm the policy up (pretraining + SFT), copy it as the
 frozen reference, optimise SmartRAG with PPO, then evaluate SmartRAG and every baseline on the
-held-out questions. Metrics come back flat as "<method>/<metric>".
+held-out questions. Metrics come back flat as "<method>/<metric>". `evaluate(cfg, workdir)`
+reloads the checkpoints such a run saved and evaluates them again.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
+import io
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save
+from safetensors.torch import save
 from tqdm import tqdm
 
 from .baselines import RetrievalClassifier, train_rewriter
@@ -25,7 +26,7 @@ from .data import World, make_world, vocabulary
 from .evaluation import decision_scores, episodes, evaluate_all, evaluate_policy
 from .policy import Codec, Policy, build_tokenizer
 from .ppo import PPOSettings, ppo_train
-from .results import atomic_write_bytes, atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_config, read_json
 from .retrieval import make_retriever
 from .warmup import warm_up
 
@@ -85,10 +86,29 @@ def _save(policy: Policy, path: Path) -> None:
 
 
 def _load(policy: Policy, path: Path) -> None:
-    missing, unexpected = policy.load_state_dict(load_file(str(path)), strict=False)
+    try:
+        missing, unexpected = policy.load_state_dict(load_safetensors(path), strict=False)
+    except RuntimeError as exc:  # a tensor of the wrong shape
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(
+            f"{path}: does not match the policy ({first}); use a fresh --out"
+        ) from None
     if unexpected or any("lm_head" not in k for k in missing):
-        raise ValueError(f"checkpoint {path} does not match the policy (use a fresh --out)")
+        raise ValueError(f"{path}: does not match the policy (use a fresh --out)")
     policy.lm.tie_weights()
+
+
+def _load_labels(path: Path, n: int) -> np.ndarray:
+    """The warm-up's per-train-question `knows` labels (labels.npy), checked."""
+    try:
+        knows = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such labels file") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"{path}: unreadable labels file ({exc}); use a fresh --out") from None
+    if knows.dtype != bool or knows.shape != (n,):
+        raise ValueError(f"{path}: expected {n} booleans, got {knows.dtype} {knows.shape}")
+    return knows
 
 
 def retrieval_latency_ms(retriever, queries: list[str], k: int) -> float:
@@ -120,7 +140,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
 
     if cfg.resume and ckpt_sft.exists():
         _load(policy, ckpt_sft)
-        knows = np.load(workdir / "labels.npy")
+        knows = _load_labels(workdir / "labels.npy", len(world.train))
     else:
         knows = warm_up(policy, codec, world, retriever, cfg, bar)["knows"]
         _save(policy, ckpt_sft)
@@ -131,7 +151,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     if cfg.resume and ckpt_rl.exists():
         _load(policy, ckpt_rl)
         if (workdir / "ppo_log.json").exists():
-            log = json.loads((workdir / "ppo_log.json").read_text())
+            log = read_json(workdir / "ppo_log.json", "PPO log", list)
     else:
         log = ppo_train(
             policy, sft, codec, retriever, world.train, ppo_settings(cfg), cfg.seed, bar
@@ -140,9 +160,9 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         atomic_write_json(workdir / "ppo_log.json", log)
     bar.close()
     lap("ppo")
-    test = world.test
     clf = RetrievalClassifier(world.train, ~knows, cfg.seed)
     rewriter, solved = train_rewriter(sft, codec, retriever, world.train, cfg)
+    _save(rewriter, workdir / "rewriter.safetensors")
     lap("rewriter")
     results = evaluate_all(world, codec, retriever, cfg, sft, policy, rewriter, clf)
     results["modular"]["rewriter_train_solved"] = solved
@@ -157,36 +177,65 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         results["smartrag"]["rollout_tokens_per_s"] = float(
             np.mean([r["tokens_per_s"] for r in log])
         )
-    queries = [q.rewrite for q in test]
-    results["smartrag"][f"{cfg.retriever}_ms_per_query"] = retrieval_latency_ms(
-        retriever, queries, cfg.top_k
-    )
-    if cfg.swap_retriever:
-        other = make_retriever("dense" if cfg.retriever == "bm25" else "bm25", world.documents,
-                               cfg.device, cfg.encoder)  # fmt: skip
-        decide = decision_scores(policy, codec, test, cfg) > results["smartrag"]["tau"]
-        swapped, _ = episodes(policy, codec, other, test, cfg, decide)
-        results["smartrag"]["em_swapped_retriever"] = swapped["em"]
-        results["smartrag"]["hit_rate_swapped_retriever"] = swapped["hit_rate"]
-        results["smartrag"][f"{other.name}_ms_per_query"] = retrieval_latency_ms(
-            other, queries, cfg.top_k
-        )
+    retrieval_checks(results["smartrag"], world, codec, retriever, policy, cfg)
     metrics = {f"{m}/{k}": float(v) for m, d in results.items() for k, v in d.items()}
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def _npy(arr: np.ndarray) -> bytes:
-    import io
+def retrieval_checks(
+    row: dict[str, float], world: World, codec: Codec, retriever, policy: Policy, cfg: Config
+) -> None:
+    """Into SmartRAG's row: the retriever's latency and, with cfg.swap_retriever, SmartRAG's EM
+    and hit rate with the other retriever (and that one's latency)."""
+    test = world.test
+    queries = [q.rewrite for q in test]
+    row[f"{cfg.retriever}_ms_per_query"] = retrieval_latency_ms(retriever, queries, cfg.top_k)
+    if cfg.swap_retriever:
+        other = make_retriever("dense" if cfg.retriever == "bm25" else "bm25", world.documents,
+                               cfg.device, cfg.encoder)  # fmt: skip
+        decide = decision_scores(policy, codec, test, cfg) > row["tau"]
+        swapped, _ = episodes(policy, codec, other, test, cfg, decide)
+        row["em_swapped_retriever"] = swapped["em"]
+        row["hit_rate_swapped_retriever"] = swapped["hit_rate"]
+        row[f"{other.name}_ms_per_query"] = retrieval_latency_ms(other, queries, cfg.top_k)
 
+
+def _npy(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, arr)
     return buf.getvalue()
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def run_config(workdir: Path) -> Config:
+    """The Config a `train` run saved in workdir/config.json (a ValueError naming the file when
+    it is missing, corrupt or not a valid configuration)."""
+    return read_config(Path(workdir) / "config.json", Config, validate)
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload what a `train` run saved in workdir (the warm-up policy sft.safetensors, SmartRAG
+    smartrag.safetensors, the modular baseline's rewriter.safetensors and the warm-up labels
+    labels.npy its classifier is fitted on) and evaluate every method again on the run's
+    held-out questions, rebuilt from its config.json. The device and threads are this
+    command's. The alpha-sweep rows (PPO reruns, not saved) and the training curves are not
+    repeated; every other metric is train's again. Writes nothing."""
+    workdir = Path(workdir)
+    run = dataclasses.replace(
+        run_config(workdir), out=str(workdir), device=cfg.device, threads=cfg.threads,
+        quiet=cfg.quiet,
+    )  # fmt: skip
+    torch.set_num_threads(run.threads)
+    world, codec, sft = build(run)
+    _load(sft, workdir / "sft.safetensors")
+    policy, rewriter = copy.deepcopy(sft), copy.deepcopy(sft)
+    _load(policy, workdir / "smartrag.safetensors")
+    _load(rewriter, workdir / "rewriter.safetensors")
+    knows = _load_labels(workdir / "labels.npy", len(world.train))
+    retriever = make_retriever(run.retriever, world.documents, run.device, run.encoder)
+    clf = RetrievalClassifier(world.train, ~knows, run.seed)
+    results = evaluate_all(
+        world, codec, retriever, run, sft.eval(), policy.eval(), rewriter.eval(), clf
+    )
+    retrieval_checks(results["smartrag"], world, codec, retriever, policy, run)
+    return {f"{m}/{k}": float(v) for m, d in results.items() for k, v in d.items()}

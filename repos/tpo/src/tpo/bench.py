@@ -16,14 +16,9 @@ import numpy as np
 
 from .config import Config, validate
 from .evaluation import greedy_hits
-from .results import (
-    atomic_write_json,
-    claim,
-    paired_interval,
-    results_document,
-    save_figure,
-    summarize,
-)
+from .results import claim, results_document, summarize, write_results
+from .runtime import results_dir_of
+from .stats import paired_bootstrap
 from .train import Stage, measure, prepare, summary, trained_policy
 
 PAPER = "tpo"
@@ -57,7 +52,7 @@ def tune_betas(stage: Stage, cfg: Config, curves: dict) -> tuple[dict, dict]:
 
 
 def _interval(items: dict, a: str, b: str, key: str, n_boot: int) -> dict[str, float]:
-    return paired_interval(items[a][key], items[b][key], n_boot)
+    return paired_bootstrap(items[a][key], items[b][key], n_boot)
 
 
 def _fmt(iv: dict[str, float]) -> str:
@@ -180,7 +175,7 @@ def performance(stage: Stage, cfg: Config) -> list[dict]:
     ]
 
 
-def plot(metrics: dict, path: Path) -> None:
+def plot(metrics: dict):
     keys = ("acc_id", "acc_ood", "ndcg", "kendall_tau", "sibling_margin")
     methods = list(metrics)
     fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.4))
@@ -191,11 +186,12 @@ def plot(metrics: dict, path: Path) -> None:
         ax.set_title(key)
         ax.tick_params(axis="x", rotation=60)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every method over cfg.seeds; writes <results-dir>/<preset>.json and its figure together at
+    the end (results-dir defaults to runs/<preset>)."""
     validate(cfg)
     start = time.perf_counter()
     items: dict[str, dict[str, list[np.ndarray]]] = {m: {} for m in cfg.methods}
@@ -230,7 +226,6 @@ def run_bench(cfg: Config) -> dict:
                 per_seed[name].setdefault(key, []).append(value)
             seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_seed.items()}
-    plot(metrics, Path(cfg.results_dir) / "figures" / f"{cfg.name}-metrics.png")
     claims = claims_from(items, cfg.n_boot)
     perf = performance(stage, cfg) if cfg.perf_repeats else []
     doc = results_document(
@@ -248,5 +243,5 @@ def run_bench(cfg: Config) -> dict:
         doc["val_curves"] = {m: {b: c for b, c in d.items() if c} for m, d in curves.items()}
     doc["phase_seconds"] = {k: round(v, 2) for k, v in seconds.items()}
     doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))  # tuples as JSON lists
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, {f"{cfg.name}-metrics.png": plot(metrics)})
     return doc

@@ -17,8 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .config import Config
+from .config import Config, check_model_dir
 from .data import Tree, load_trees
+from .evaluation import reference_steps
+from .results import load_safetensors
+from .stage import Stage
 
 
 class HFTokenizer:
@@ -57,13 +60,6 @@ class HFTokenizer:
         return ids + [self.eos], steps + [steps[-1]]
 
 
-def check_model_dir(path: str) -> None:
-    if not (Path(path) / "config.json").is_file():
-        raise ValueError(
-            f"model_dir must be a local transformers model folder with config.json; got {path!r}"
-        )
-
-
 def load_lora_policy(cfg: Config) -> tuple[torch.nn.Module, HFTokenizer]:
     """The causal LM and tokenizer from cfg.model_dir (no download), with fresh LoRA adapters."""
     from peft import LoraConfig, get_peft_model
@@ -99,9 +95,6 @@ def split_trees(trees: list[Tree], seed: int) -> tuple[list[Tree], list[Tree]]:
 def prepare_hf(cfg: Config):
     """A Stage for the LoRA policy: trees from cfg.trees, reference log-probs with the adapters
     off, no arithmetic test problems (the metrics are the held-out ranking figures)."""
-    from .evaluation import reference_steps
-    from .train import Stage
-
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     model, tok = load_lora_policy(cfg)
@@ -111,3 +104,19 @@ def prepare_hf(cfg: Config):
         ref_train = reference_steps(model, tok, train, cfg.device)
         ref_held = reference_steps(model, tok, held, cfg.device)
     return Stage(tok, model, train, held, [], [], [], ref_train, ref_held, in_place=True)
+
+
+def load_adapters(model: torch.nn.Module, folder: Path) -> None:
+    """Load the LoRA adapters `train` saved (folder/adapter_model.safetensors) into a policy from
+    load_lora_policy; a missing, corrupt or mismatched file is a ValueError naming it."""
+    from peft import set_peft_model_state_dict
+
+    path = folder / "adapter_model.safetensors"
+    state = load_safetensors(path)
+    try:
+        result = set_peft_model_state_dict(model, state)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(f"{path}: does not fit the run's LoRA policy ({first})") from None
+    if result.unexpected_keys:
+        raise ValueError(f"{path}: adapters the policy lacks: {result.unexpected_keys[:3]}")

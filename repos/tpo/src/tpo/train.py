@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import json
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_model, save_model
 from tqdm import tqdm
 
 from .baselines import dpo_all_pairs, dpo_gold_vs_worst
 from .config import METHODS, Config, validate
-from .data import Problem, Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
+from .data import Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
 from .evaluation import (
     fit_steps,
     greedy_hits,
@@ -32,28 +29,12 @@ from .evaluation import (
     step_logps,
     tree_batch,
 )
+from .hf import load_adapters, prepare_hf
 from .policy import build_policy, encode_pairs, forward
-from .results import atomic_write_json
+from .results import atomic_write_json, read_config
+from .stage import Stage, load_weights, save_weights
 from .tree_loss import plr_loss, tpo_loss
 from .trees import build_trees, problems
-
-
-@dataclasses.dataclass
-class Stage:
-    """What every method of one seed shares: the SFT policy (also the frozen reference), the trees
-    with the reference's per-step log-probs of every response, and the test problems."""
-
-    tok: Tokenizer
-    sft: torch.nn.Module
-    train_trees: list[Tree]
-    heldout_trees: list[Tree]
-    test_id: list[Problem]
-    test_ood: list[Problem]
-    val: list[Problem]
-    train_ref: list[torch.Tensor]
-    heldout_ref: list[torch.Tensor]
-    in_place: bool = False
-    """Train `sft` itself instead of a copy (LoRA: the adapters are the only trained weights)."""
 
 
 def _bar(cfg: Config, total: int, desc: str) -> tqdm:
@@ -62,12 +43,6 @@ def _bar(cfg: Config, total: int, desc: str) -> tqdm:
 
 def _rng(cfg: Config, stream: int) -> np.random.Generator:
     return np.random.default_rng([cfg.seed, stream])
-
-
-def _save(model: torch.nn.Module, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_model(model, str(tmp))
-    os.replace(tmp, path)
 
 
 def train_sft(model: torch.nn.Module, tok: Tokenizer, cfg: Config) -> None:
@@ -94,9 +69,10 @@ def train_sft(model: torch.nn.Module, tok: Tokenizer, cfg: Config) -> None:
     bar.close()
 
 
-def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None) -> Stage:
-    """SFT with sft_seed (default cfg.seed), or reuse workdir/sft.safetensors with --resume;
-    then build the trees and test problems with cfg.seed."""
+def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None, reload: bool = False) -> Stage:
+    """SFT with sft_seed (default cfg.seed), or reuse workdir/sft.safetensors with --resume (with
+    `reload`, the checkpoint must be there: eval); then build the trees and test problems with
+    cfg.seed."""
     tok = Tokenizer(cfg.modulus)
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed if sft_seed is None else sft_seed)
@@ -104,11 +80,11 @@ def prepare(cfg: Config, workdir: Path, sft_seed: int | None = None) -> Stage:
     model.to(cfg.device)
     workdir.mkdir(parents=True, exist_ok=True)
     ckpt = workdir / "sft.safetensors"
-    if cfg.resume and ckpt.exists():
-        load_model(model, str(ckpt), device=cfg.device)
+    if reload or (cfg.resume and ckpt.exists()):
+        load_weights(model, ckpt, cfg.device)
     else:
         train_sft(model, tok, cfg if sft_seed is None else dataclasses.replace(cfg, seed=sft_seed))
-        _save(model, ckpt)
+        save_weights(model, ckpt)
     model.eval()
     rng, gen = _rng(cfg, 2), torch.Generator().manual_seed(cfg.seed)
     n_all = cfg.n_trees + cfg.n_heldout_trees
@@ -252,7 +228,7 @@ def run_method(
     if stage.in_place and method != "sft":
         policy.save_pretrained(str(workdir / "lora"))  # the adapters only
     elif method != "sft":
-        _save(policy, workdir / "policy.safetensors")
+        save_weights(policy, workdir / "policy.safetensors")
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics, per_item
 
@@ -263,18 +239,40 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    if cfg.model_dir:
-        from .hf import prepare_hf
-
-        stage = prepare_hf(cfg)
-    else:
-        stage = prepare(cfg, workdir)
+    stage = prepare_hf(cfg) if cfg.model_dir else prepare(cfg, workdir)
     return run_method(stage, cfg.method, cfg, workdir)[0]
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def run_config(workdir: Path) -> Config:
+    """The Config a `train` run saved in workdir/config.json (a ValueError naming the file when
+    it is missing, corrupt or not a valid configuration)."""
+    return read_config(Path(workdir) / "config.json", Config, validate)
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload what a `train` run saved in workdir (sft.safetensors and the method's
+    policy.safetensors; with --model-dir the LoRA adapters in lora/) and measure it again on the
+    run's test problems and held-out trees, rebuilt from its config.json. The device, threads and
+    quiet flag are this command's. Returns train's metrics again; writes nothing."""
+    workdir = Path(workdir)
+    run = dataclasses.replace(
+        run_config(workdir),
+        out=str(workdir),
+        device=cfg.device,
+        threads=cfg.threads,
+        quiet=cfg.quiet,
+        resume=True,
+    )
+    if run.model_dir:
+        stage = prepare_hf(run)
+        if run.method != "sft":
+            load_adapters(stage.sft, workdir / "lora")
+        policy = stage.sft
+    else:
+        stage = prepare(run, workdir, reload=True)
+        policy = stage.sft
+        if run.method != "sft":
+            policy = load_weights(
+                copy.deepcopy(stage.sft), workdir / "policy.safetensors", run.device
+            )
+    return summary(measure(stage, policy.eval(), run))
