@@ -212,8 +212,15 @@ def test_corrupt_json_error_names_the_file(tmp_path):
     assert results.read_json(bad, kind=None) == [1, 2]
 
 
-def test_corrupt_checkpoint_error_names_the_file(tmp_path):
+def test_checkpoints_round_trip_and_a_corrupt_one_is_named(tmp_path):
     pytest.importorskip("safetensors")
+    import numpy as np
+
+    good = tmp_path / "good.safetensors"
+    results.save_safetensors(good, {"w": np.arange(6, dtype=np.float32).reshape(2, 3)}, "numpy")
+    assert good.stat().st_mode & 0o777 == 0o644
+    assert results.load_safetensors(good, "numpy")["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert results.load_safetensors(good)["w"].shape[0] == 2  # torch where installed, else numpy
     bad = tmp_path / "model.safetensors"
     bad.write_bytes(b"\x00\x01not a checkpoint")
     with pytest.raises(ValueError, match="corrupt checkpoint"):
@@ -346,3 +353,18 @@ def test_raw_command_parser_misuse_is_a_value_error():
     parser.add_argument("--n", type=int)
     with pytest.raises(ValueError, match="sparsyfed x: argument --n"):
         parser.parse_args(["--n", "many"])
+
+
+def test_a_saved_run_config_round_trips_and_bad_ones_are_named(tmp_path):
+    import json
+
+    path = tmp_path / "config.json"
+    cfg = PRESETS["quick"]
+    path.write_text(json.dumps(dataclasses.asdict(cfg)))
+    assert results.read_config(path, Config, validate) == cfg
+    path.write_text(json.dumps({**dataclasses.asdict(cfg), "bogus": 1}))
+    with pytest.raises(ValueError, match="unknown configuration fields"):
+        results.read_config(path, Config, validate)
+    path.write_text(json.dumps({**dataclasses.asdict(cfg), "seeds": []}))
+    with pytest.raises(ValueError, match=rf"{path}: seeds "):
+        results.read_config(path, Config, validate)

@@ -35,9 +35,9 @@ def usage() -> str:
     )
 
 
-def split_preset(argv: list[str]) -> tuple[str, list[str]]:
-    """(--preset value, the other arguments); the default preset is quick."""
-    preset, rest, i = "quick", [], 0
+def split_preset(argv: list[str], default: str = "quick") -> tuple[str, list[str]]:
+    """(--preset value, the other arguments); `default` when --preset is not given."""
+    preset, rest, i = default, [], 0
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
@@ -68,7 +68,7 @@ def first_message(boxed: str) -> str:
 
 def parse(command: str, argv: list[str]) -> Config:
     """Split off --preset, let tyro turn the remaining flags into a Config, validate it."""
-    preset, rest = split_preset(argv)
+    preset, rest = split_preset(argv, hooks.COMMANDS[command].preset)
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):

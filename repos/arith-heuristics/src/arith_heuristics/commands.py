@@ -45,12 +45,14 @@ def standard(
     eval: str,
     bench: str = BENCH_HELP,
     bench_writes: tuple[str, ...] = ("out", "results_dir"),
+    train_preset: str = "quick",
 ) -> dict[str, Command]:
     """train -> train.train_and_evaluate(cfg, cfg.out); eval -> train.evaluate(cfg, cfg.out), which
-    loads what train saved; bench -> bench.run_bench(cfg). The strings are the help lines."""
+    loads what train saved; bench -> bench.run_bench(cfg). The strings are the help lines;
+    `train_preset` is train's and eval's preset when --preset is not given."""
     return {
-        "train": Command(train, run_train, ("out",)),
-        "eval": Command(eval, run_eval, reads="out"),
+        "train": Command(train, run_train, ("out",), preset=train_preset),
+        "eval": Command(eval, run_eval, reads="out", preset=train_preset),
         "bench": Command(bench, run_bench, bench_writes),
     }
 

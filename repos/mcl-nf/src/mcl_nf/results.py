@@ -84,16 +84,59 @@ def read_json(path: str | Path, what: str = "file", kind: type | None = dict) ->
     return data
 
 
-def load_safetensors(path: str | Path) -> dict[str, Any]:
-    """Tensors of a safetensors checkpoint; a missing or corrupt one is a ValueError naming it."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+def read_config(path: str | Path, cls: type, validate: Callable[[Any], Any]) -> Any:
+    """The Config a run saved as JSON (lists back to tuples), validated; a missing, corrupt or
+    invalid one (unknown fields, a value out of bounds) is a ValueError naming the file."""
+    import dataclasses
 
+    saved = read_json(path, "run configuration")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if unknown := sorted(set(saved) - names):
+        raise ValueError(f"{path}: unknown configuration fields {unknown}")
+
+    def tuples(v: Any) -> Any:  # JSON lists back to the tuples a frozen Config holds
+        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
+
+    values = {k: tuples(v) for k, v in saved.items()}
+    try:
+        return validate(cls(**values))
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def _safetensors_flavour(framework: str) -> Any:
+    """safetensors.torch where torch is installed (or asked for), else safetensors.numpy."""
+    import importlib
+    import importlib.util
+
+    if framework == "auto":
+        framework = "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+    if framework not in ("torch", "numpy"):
+        raise ValueError(f"framework must be torch, numpy or auto, got {framework!r}")
+    return importlib.import_module(f"safetensors.{framework}")
+
+
+def save_safetensors(path: str | Path, tensors: dict[str, Any], framework: str = "auto") -> None:
+    """Write tensors (torch tensors or numpy arrays) as a safetensors file, atomically (0644)."""
+    flavour = _safetensors_flavour(framework)
+    if flavour.__name__.endswith("torch"):
+        tensors = {k: v.detach().contiguous().cpu() for k, v in tensors.items()}
+    else:
+        tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
+    atomic_write_bytes(path, flavour.save(tensors))
+
+
+def load_safetensors(path: str | Path, framework: str = "auto") -> dict[str, Any]:
+    """Tensors of a safetensors checkpoint (torch tensors where torch is installed, else numpy
+    arrays); a missing or corrupt one is a ValueError naming it."""
+    from safetensors import SafetensorError
+
+    flavour = _safetensors_flavour(framework)
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{path}: no such checkpoint")
     try:
-        return load_file(str(path))
+        return flavour.load_file(str(path))
     except (SafetensorError, OSError, RuntimeError) as exc:
         raise ValueError(f"{path}: corrupt checkpoint ({exc}); delete it and run again") from None
 
@@ -276,13 +319,26 @@ def cpu_description() -> dict[str, Any]:
     return {"cpu": model, "cpu_flags": [f for f in wanted if f in flags], "cores": os.cpu_count()}
 
 
+# settings that change float results from one machine or run to the next
+NUMERICS_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "OMP_NUM_THREADS", "XLA_FLAGS")
+
+
 def environment(device: str) -> dict[str, Any]:
+    """Versions, CPU model and flags, and the numerics settings in force (torch's CPU code path
+    when torch is loaded): seed-level numbers can differ between CPUs (AVX2 vs AVX-512)."""
+    import sys
+
     env: dict[str, Any] = {"python": platform.python_version(), **cpu_description()}
     for mod in ("torch", "jax", "numpy"):
         try:
             env[mod] = __import__(mod).__version__
         except ImportError:
             env[mod] = None
+    env["numerics"] = {k: os.environ.get(k) for k in NUMERICS_VARIABLES}
+    if "torch" in sys.modules:
+        env["numerics"]["torch_cpu_capability"] = sys.modules[
+            "torch"
+        ].backends.cpu.get_cpu_capability()
     env["device"] = device
     return env
 

@@ -79,6 +79,8 @@ class Command:
     writes: tuple[str, ...] = ()
     reads: str = ""
     raw: bool = False
+    preset: str = "quick"
+    """The preset used when --preset is not given."""
 
 
 def results_dir_of(cfg: Any) -> Path:
