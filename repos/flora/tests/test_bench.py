@@ -119,3 +119,14 @@ def test_transfer_figure_keeps_each_methods_colour_and_names_it_once():
     labels = [t.get_text() for t in legend.get_texts()]
     assert sorted(labels) == sorted(cnn) and len(labels) == len(set(labels))
     plt.close(fig)
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """With no --results-dir the benchmark writes runs/<preset>/<preset>.json and its figures:
+    the committed results/ is written only when asked for."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(tiny, results_dir="", backbones=("cnn",), out="runs/quick")
+    doc = run_bench(cfg)
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text()) == doc
+    assert (tmp_path / "runs" / "quick" / "figures" / "transfer.png").exists()
+    assert not (tmp_path / "results").exists()

@@ -1,7 +1,9 @@
-"""The command line: help, misuse exits 2 with a clear message, the README quick start runs."""
+"""The command line: project-specific misuse exits 2 with a clear message, the README quick start
+runs (tests/test_skeleton.py covers help, unknown commands and presets, paths and devices)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -15,16 +17,9 @@ from flora.cli import main
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_help_lists_commands(capsys):
-    assert main(["--help"]) == 0
-    assert "bench" in capsys.readouterr().out
-
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fly"], "unknown command 'fly'"),
-        (["train", "--preset", "huge"], "--preset must be one of"),
         (["train", "--epochs", "0"], "epochs must be >= 1"),
         (["train", "--method", "lorax"], "method for task transfer must be one of"),
         (["bench", "--tune-rank", "3"], "tune_rank 3 must be 0 or one of budget_ranks"),
@@ -41,9 +36,21 @@ def test_misuse_exits_2_with_message(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
-def test_eval_without_run_is_a_clear_error(tmp_path, capsys):
-    assert main(["eval", "--out", str(tmp_path)]) == 2
-    assert "run `train" in capsys.readouterr().err
+def test_eval_of_a_run_with_a_wrong_weights_file_names_it(tiny, tmp_path, capsys):
+    """A weights file from another method does not fit the rebuilt model: one line naming it."""
+    from flora.train import train_and_evaluate
+
+    args = ["--out", str(tmp_path / "run")]
+    train_and_evaluate(dataclasses.replace(tiny, backbones=("cnn",)), tmp_path / "run")
+    train_and_evaluate(
+        dataclasses.replace(tiny, backbones=("cnn",), method="lora"), tmp_path / "lora"
+    )
+    (tmp_path / "lora" / "cnn_shift.safetensors").replace(
+        tmp_path / "run" / "cnn_shift.safetensors"
+    )
+    assert main(["eval", *args]) == 2
+    err = capsys.readouterr().err
+    assert "cnn_shift.safetensors: does not fit" in err and err.count("\n") == 1
 
 
 def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
@@ -59,4 +66,5 @@ def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
         shrink += [flag, *map(str, values)]
     for argv in commands:
         assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "results" / "quick.json").read_text())["paper"] == "flora"
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "flora"
+    assert not (tmp_path / "results").exists()

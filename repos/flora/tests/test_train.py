@@ -8,7 +8,9 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
+from safetensors.torch import load_file, save_file
 
 from flora.config import PRESETS
 from flora.train import evaluate, train_and_evaluate
@@ -20,11 +22,39 @@ def test_smoke_writes_config_finite_metrics_and_is_deterministic(tiny, tmp_path,
     metrics = train_and_evaluate(cfg, tmp_path / "a")
     assert json.loads((tmp_path / "a" / "config.json").read_text())["task"] == task
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "a") == metrics
     assert train_and_evaluate(cfg, tmp_path / "b") == metrics
     if task == "transfer":
         assert (tmp_path / "a" / "cnn_shift.safetensors").exists()
+        assert (tmp_path / "a" / "vit_pretrained.safetensors").exists()
         assert all(0 <= v <= 100 for k, v in metrics.items() if k.endswith("_acc"))
+    else:
+        assert (tmp_path / "a" / "structure_tucker_r2.safetensors").exists()
+
+
+@pytest.mark.parametrize(
+    ("task", "method"), [("structure", "flora"), ("structure", "lora"), ("transfer", "flora"),
+                         ("transfer", "lora"), ("transfer", "dora"), ("transfer", "full")]
+)  # fmt: skip
+def test_eval_reloads_the_saved_weights_and_measures_them_again(tiny, tmp_path, task, method):
+    """eval rebuilds each model from config.json, loads the saved weights and gets train's numbers
+    back; with a weight zeroed in the file, its numbers move (it measures, not re-prints)."""
+    epochs = 1 if task == "structure" else 4  # above chance, so that zeroed weights show
+    cfg = dataclasses.replace(
+        tiny, task=task, method=method, backbones=("cnn",), epochs=epochs, pretrain_epochs=epochs
+    )
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    (tmp_path / "run" / "metrics.json").unlink()
+    assert evaluate(tiny, tmp_path / "run") == metrics
+    name = "structure_tucker_r2" if task == "structure" else "cnn_shift"
+    path = tmp_path / "run" / f"{name}.safetensors"
+    saved = load_file(str(path))
+    save_file({k: torch.zeros_like(v) for k, v in saved.items()}, str(path))
+    moved = evaluate(tiny, tmp_path / "run")
+    key = "tucker_relerr_r2" if task == "structure" else "cnn_shift_acc"
+    assert moved[key] != metrics[key]
+    path.write_bytes(b"not safetensors")
+    with pytest.raises(ValueError, match=f"{name}.safetensors: corrupt checkpoint"):
+        evaluate(tiny, tmp_path / "run")
 
 
 def test_structure_fit_recovers_an_exact_tucker_target(tiny, tmp_path):
@@ -50,3 +80,4 @@ def test_full_preset_runs_one_step_at_tiny_size_on_an_image_folder(tmp_path):
     assert set(metrics) == {"convnext_folder_acc", "convnext_folder_val_acc", "convnext_trainable",
                             "convnext_rank"}  # fmt: skip
     assert (tmp_path / "run" / "convnext_folder.safetensors").exists()
+    assert evaluate(full, tmp_path / "run") == metrics

@@ -57,6 +57,17 @@ def test_paper_preset_figures_get_a_prefix(tiny):
     assert json.loads((Path(tiny.results_dir) / "paper.json").read_text())["mode"] == "paper"
 
 
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """With no --results-dir the benchmark writes runs/<preset>/<preset>.json and its figures:
+    the committed results/ is written only when asked for."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(tiny, results_dir="", methods=("GenRe", "NNR"), tune=False)
+    doc = run_bench(cfg)
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text()) == doc
+    assert (tmp_path / "runs" / "quick" / "figures" / "moons_tradeoff.png").exists()
+    assert not (tmp_path / "results").exists()
+
+
 def test_bench_with_no_runnable_dataset_is_a_clear_error(tiny, monkeypatch):
     monkeypatch.setattr(data.importlib.util, "find_spec", lambda n: None)
     tiny = dataclasses.replace(tiny, bench_datasets=("compas", "adult"))

@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 import torch
 from conftest import TINY
+from safetensors.torch import save_file
 
 from genre import classifiers
 from genre.config import CONTROL, FLOOR, ORACLE, PRESETS
-from genre.protocol import fit_world
-from genre.train import evaluate_run, fit_pair_model, train_and_evaluate, train_and_evaluate_full
+from genre.protocol import fit_world, new_pair_model
+from genre.train import evaluate, fit_pair_model, train_and_evaluate, train_and_evaluate_full
 
 
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
@@ -26,10 +27,29 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
         assert 0 <= metrics[f"{name}/gold_validity"] <= 1 and metrics[f"{name}/cost"] >= 0
         assert f"{name}/lof_train_fit" in metrics and f"{name}/score" in metrics
     assert all(math.isfinite(v) for v in metrics.values())
-    assert evaluate_run(tmp_path / "run") == metrics
+    genre = {k: v for k, v in metrics.items() if k.startswith("GenRe/") and "seconds" not in k}
+    (tmp_path / "run" / "metrics.json").unlink()  # eval measures again, it does not re-read
+    again = evaluate(tiny, tmp_path / "run")
+    assert {k: v for k, v in again.items() if k in genre} == genre
+    assert again["GenRe/temperature"] in (3.0, 10.0, 30.0)
     resumed = dataclasses.replace(tiny, resume=True, methods=("GenRe",))
     again = train_and_evaluate(resumed, tmp_path / "run")
     assert again["GenRe/cost"] == metrics["GenRe/cost"]  # same checkpoint, same seed
+
+
+def test_eval_uses_the_saved_checkpoint(tiny, tmp_path):
+    """An untrained pair model in the checkpoint's place gives other recourses; a checkpoint of
+    another architecture is a ValueError naming the file."""
+    cfg = dataclasses.replace(tiny, methods=("GenRe",))
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    ckpt = tmp_path / "run" / "pair_model.safetensors"
+    untrained = new_pair_model(cfg, 2).state_dict()
+    save_file({k: v.contiguous() for k, v in untrained.items()}, str(ckpt))
+    assert evaluate(tiny, tmp_path / "run")["GenRe/cost"] != metrics["GenRe/cost"]
+    other = new_pair_model(dataclasses.replace(cfg, d_model=8), 2).state_dict()
+    save_file({k: v.contiguous() for k, v in other.items()}, str(ckpt))
+    with pytest.raises(ValueError, match="pair_model.safetensors: does not fit"):
+        evaluate(tiny, tmp_path / "run")
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -45,6 +46,17 @@ def test_bench_writes_schema(tiny):
     assert doc["steps_per_method"]["gst"] == 2 * doc["steps_per_method"]["gst_gen"]
     assert {p["id"] for p in doc["performance"]} == {"train-step", "sample-segment"}
     assert (Path(tiny.results_dir) / "figures" / "quick_metrics.png").exists()
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """With no --results-dir the benchmark writes runs/<preset>/<preset>.json and its figure:
+    the committed results/ is written only when asked for."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(tiny, results_dir="", methods=("pose_only",))
+    doc = run_bench(cfg)
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text()) == doc
+    assert (tmp_path / "runs" / "quick" / "figures" / "quick_metrics.png").exists()
+    assert not (tmp_path / "results").exists()
 
 
 def _m(**kw):

@@ -7,7 +7,10 @@ import json
 import math
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
+from gst import train
 from gst.config import PRESETS
 from gst.train import evaluate, train_and_evaluate
 
@@ -15,11 +18,36 @@ from gst.train import evaluate, train_and_evaluate
 @pytest.mark.parametrize("method", ["gst", "cnn_pose"])
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, method):
     metrics = train_and_evaluate(tiny, tmp_path / "run", method)
-    assert json.loads((tmp_path / "run" / "config.json").read_text())["steps"] == tiny.steps
+    saved = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert saved["steps"] == tiny.steps and saved["methods"] == [method]
     assert (tmp_path / "run" / "model.safetensors").exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     assert "rot_acc15" in metrics and 0 <= metrics["rot_acc15"] <= 100
-    assert evaluate(tmp_path / "run") == metrics
+    (tmp_path / "run" / "metrics.json").unlink()  # eval measures again, it does not re-read
+    train._prepare.cache_clear()  # and rebuilds the data and tokenizers, as a new process does
+    assert evaluate(tiny, tmp_path / "run") == metrics
+
+
+def test_eval_uses_the_saved_checkpoint(tiny, tmp_path):
+    """An untrained model in the checkpoint's place measures differently; a checkpoint of
+    another size, or a corrupt one, is a ValueError naming the file (with --resume too)."""
+    metrics = train_and_evaluate(tiny, tmp_path, "pose_only")
+    ckpt = tmp_path / "model.safetensors"
+    prep = train.prepare(tiny)
+    torch.manual_seed(1)
+    untrained = train.build_model(tiny, prep.vocab).state_dict()
+    save_file({k: v.contiguous() for k, v in untrained.items()}, str(ckpt))
+    assert evaluate(tiny, tmp_path) != metrics
+    wider = dataclasses.replace(tiny, width=32, heads=2)
+    other = train.build_model(wider, prep.vocab).state_dict()
+    save_file({k: v.contiguous() for k, v in other.items()}, str(ckpt))
+    with pytest.raises(ValueError, match="model.safetensors: does not fit the pose_only model"):
+        evaluate(tiny, tmp_path)
+    ckpt.write_bytes(b"not safetensors")
+    with pytest.raises(ValueError, match="model.safetensors: corrupt checkpoint"):
+        evaluate(tiny, tmp_path)
+    with pytest.raises(ValueError, match="model.safetensors: corrupt checkpoint"):
+        train_and_evaluate(dataclasses.replace(tiny, resume=True), tmp_path, "pose_only")
 
 
 def test_joint_model_reports_both_tasks(tiny, tmp_path):

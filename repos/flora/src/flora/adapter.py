@@ -17,8 +17,10 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 from torch import nn
+
+from .results import save_safetensors
+from .weights import load_tensors_into
 
 SUPPORTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
 RankSpec = Sequence[int] | Callable[[tuple[int, ...]], Sequence[int]]
@@ -237,25 +239,10 @@ def save_adapters(model: nn.Module, path: str | Path) -> None:
     """Write the adapter weights (not the base model) to a safetensors file, atomically."""
     if any(m.merged for m in flora_modules(model).values()):
         raise ValueError("unmerge the adapters before saving them: merged updates live in the base")
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    save_file(adapter_state_dict(model), str(tmp))
-    tmp.replace(path)
+    save_safetensors(path, adapter_state_dict(model))
 
 
-@torch.no_grad()
 def load_adapters(model: nn.Module, path: str | Path) -> None:
     """Load adapter weights into a model already wrapped with the same pattern and ranks."""
-    saved, own = load_file(str(path)), adapter_state_dict(model)
-    if saved.keys() != own.keys():
-        missing, extra = sorted(own.keys() - saved.keys()), sorted(saved.keys() - own.keys())
-        raise ValueError(
-            f"adapter file {path} does not fit the model: missing {missing}, extra {extra}"
-        )
     params = dict(model.named_parameters())
-    for k, v in saved.items():
-        if params[k].shape != v.shape:
-            raise ValueError(
-                f"{k}: saved shape {tuple(v.shape)} != model's {tuple(params[k].shape)}"
-            )
-        params[k].copy_(v)
+    load_tensors_into({k: params[k] for k in adapter_state_dict(model)}, path, "model's adapters")

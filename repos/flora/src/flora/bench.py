@@ -1,6 +1,8 @@
 """Benchmark: every method tuned on the same lr x scale grid, then run over the preset's seeds at
 each parameter budget; claims computed from the paired per-seed results; the structure task and
-the performance figures reported beside them; figures under results/figures/."""
+the performance figures reported beside them. Writes <results-dir>/<preset>.json and figures/
+(results_dir_of: runs/<preset> unless --results-dir is given); the per-run folders under --out
+keep config.json and metrics.json, not weights (`flora train` saves those)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from .baselines import ADAPTERS
 from .claims import SHUFFLED, transfer_claims
 from .config import METHODS, STRUCTURE_METHODS, Config, validate
 from .models import LINEAR_ONLY
-from .results import atomic_write_json, results_document, save_figure, summarize
+from .results import figure_png, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
 from .train import train_and_evaluate
 
 PAPER = "flora"
@@ -44,7 +47,7 @@ def transfer_run(cfg: Config, backbone: str, method: str, rank: int, seed: int, 
     workdir = (
         Path(cfg.out) / "transfer" / backbone / f"r{rank}" / tag / f"seed{seed}-lr{lr}-s{scale}"
     )
-    m = train_and_evaluate(run, workdir)
+    m = train_and_evaluate(run, workdir, save_weights=False)
     for split in ("", "val_"):
         m[f"{backbone}_mean_{split}acc"] = float(
             np.mean([m[f"{backbone}_{t}_{split}acc"] for t in TASKS])
@@ -132,13 +135,16 @@ def run_structure_bench(cfg: Config, per_method: dict) -> None:
     run = dataclasses.replace(cfg, task="structure", seed=cfg.seeds[0])
     for method in STRUCTURE_METHODS:
         workdir = Path(cfg.out) / "structure" / method
-        metrics = train_and_evaluate(dataclasses.replace(run, method=method), workdir)
+        metrics = train_and_evaluate(
+            dataclasses.replace(run, method=method), workdir, save_weights=False
+        )
         for k, v in metrics.items():
             per_method.setdefault(NAMES[method], {})[f"structure_{k}"] = [v]
 
 
 def run_bench(cfg: Config) -> dict:
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
     results, per_method, tuning, budget = run_transfer_bench(cfg)
@@ -150,7 +156,7 @@ def run_bench(cfg: Config) -> dict:
     from .perf import performance
 
     perf = performance(cfg)
-    figures(metrics, results, cfg)
+    pngs = figures(metrics, results, cfg)
     doc = results_document(PAPER, cfg.name, list(cfg.seeds), metrics, claims,
                            time.perf_counter() - start, cfg.device, perf)  # fmt: skip
     doc["tuning"] = {"lr_grid": list(cfg.lr_grid), "scale_grid": list(cfg.scale_grid),
@@ -159,7 +165,7 @@ def run_bench(cfg: Config) -> dict:
     doc["budget"] = {"rule": "each method's rank (FLoRA, FLoRA-flat: each layer's channel rank) "
                              "whose trainable count is nearest to LoRA's at the budget's rank; "
                              "ties to the smaller rank", "per_budget": budget}  # fmt: skip
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, pngs)
     return doc
 
 
@@ -171,7 +177,9 @@ def method_styles() -> dict[str, dict]:
     return styles
 
 
-def figures(metrics: dict, results: dict, cfg: Config) -> None:
+def figures(metrics: dict, results: dict, cfg: Config) -> dict[str, bytes]:
+    """The structure and transfer figures as PNG bytes, by file name (paper-*.png for the paper
+    preset)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,12 +200,10 @@ def figures(metrics: dict, results: dict, cfg: Config) -> None:
         ax.set(xscale="log", yscale="log", xlabel="trainable parameters", title=f"{target} target")
     axes[0].set_ylabel("relative error ||dW - dW*|| / ||dW*||")
     axes[0].legend()
-    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}structure.png")
-    plt.close(fig)
-
-    fig = transfer_figure(metrics, results)
-    save_figure(fig, Path(cfg.results_dir) / "figures" / f"{prefix}transfer.png")
-    plt.close(fig)
+    return {
+        f"{prefix}structure.png": figure_png(fig),
+        f"{prefix}transfer.png": figure_png(transfer_figure(metrics, results)),
+    }
 
 
 def transfer_figure(metrics: dict, results: dict):

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-from scipy import stats
-
-from .results import claim
+from .results import claim, paired_interval
 
 FULL_FT_GAP = 2.0  # accuracy points FLoRA may trail full fine-tuning by ("reaches full FT")
 LINEAR_LOSS = 1.0  # points FLoRA may trail LoRA by on a linear-only backbone ("small gains")
@@ -31,13 +28,12 @@ PAPER_LINEAR = (
 
 
 def paired(a: list[float], b: list[float]) -> dict[str, float]:
-    """Mean of a - b over seeds with its 95% t interval (infinitely wide for a single seed)."""
-    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    half = math.inf
-    if len(d) > 1:
-        half = float(stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)))
-    mean = float(d.mean())
-    return {"mean": mean, "lo": mean - half, "hi": mean + half}
+    """results.paired_interval (mean of a - b over seeds with its 95% t interval), the interval
+    infinitely wide for a single seed."""
+    d = paired_interval(a, b)
+    if d["lo"] is None:
+        return {"mean": d["mean"], "lo": -math.inf, "hi": math.inf}
+    return {"mean": d["mean"], "lo": d["lo"], "hi": d["hi"]}
 
 
 def _text(iv: dict[str, float]) -> str:

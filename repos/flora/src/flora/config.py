@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, MinLen, RunConfig, check_bounds
+
 METHODS = (
     "flora", "flora_flat", "lora", "dora", "locon_tucker", "loha", "lokr",
     "full", "linear_probe", "bitfit",
@@ -17,79 +19,65 @@ BACKBONES = ("cnn", "mlp", "vit", "convnext")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data, initialisation and sampling."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and the adapter weights."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    threads: int = 1
+class Config(RunConfig):
+    threads: Annotated[int, Ge(1)] = 1
     """CPU threads for torch (these small models run fastest, and share a machine best, on one)."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     task: str = "transfer"
     """What `train` runs: structure (fit a synthetic Conv2d update) or transfer (fine-tune)."""
     method: str = "flora"
     """What `train` fits: flora, flora_flat (ablation: FLoRA on the flattened matrix), lora, dora,
     locon_tucker (LyCORIS), loha, lokr, full, linear_probe or bitfit."""
-    struct_channels: int = 64
+    struct_channels: Annotated[int, Ge(1)] = 64
     """Structure task: in = out channels of the Conv2d whose update is fitted."""
-    struct_kernel: int = 3
+    struct_kernel: Annotated[int, Ge(1)] = 3
     """Structure task: kernel size of that Conv2d."""
-    teacher_tucker_ranks: tuple[int, ...] = (8, 8, 3, 3)
+    teacher_tucker_ranks: Annotated[tuple[int, ...], MinLen(4), Ge(1)] = (8, 8, 3, 3)
     """Structure task: Tucker ranks (out, in, k, k) of the Tucker-structured target."""
-    teacher_matrix_rank: int = 8
+    teacher_matrix_rank: Annotated[int, Ge(1)] = 8
     """Structure task: matrix rank of the control target after reshaping to (out, in*k*k)."""
-    struct_levels: tuple[int, ...] = (4, 8)
+    struct_levels: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (4, 8)
     """Structure task: ranks swept; FLoRA uses (r, r, k, k), the peft methods rank r."""
-    struct_steps: int = 300
+    struct_steps: Annotated[int, Ge(1)] = 300
     """Structure task: Adam steps per fit (cosine schedule)."""
-    struct_batch: int = 64
+    struct_batch: Annotated[int, Ge(1)] = 64
     """Structure task: random k x k input patches per step."""
-    struct_lr: float = 2e-2
+    struct_lr: Annotated[float, Gt(0)] = 2e-2
     """Structure task: Adam learning rate."""
-    struct_tol: float = 0.05
+    struct_tol: Annotated[float, Gt(0)] = 0.05
     """Structure task: relative error ||dW - dW*|| / ||dW*|| that counts as recovered."""
-    backbones: tuple[str, ...] = ("cnn", "vit")
+    backbones: Annotated[tuple[str, ...], MinLen(1)] = ("cnn", "vit")
     """Transfer task: backbones to adapt (cnn, mlp, vit, convnext); the first carries the claims."""
-    image_size: int = 8
+    image_size: Annotated[int, Ge(1)] = 8
     """Transfer task: digits are resized to this side length (the CNN and MLP use 8)."""
-    pretrain_epochs: int = 15
+    pretrain_epochs: Annotated[int, Ge(0)] = 15
     """Transfer task: epochs of pretraining on digits 0-4."""
-    pretrain_lr: float = 3e-3
+    pretrain_lr: Annotated[float, Gt(0)] = 3e-3
     """Transfer task: Adam learning rate of the pretraining (fixed: not part of any tuning)."""
-    epochs: int = 8
+    epochs: Annotated[int, Ge(1)] = 8
     """Transfer task: fine-tuning epochs."""
-    batch_size: int = 32
+    batch_size: Annotated[int, Ge(1)] = 32
     """Transfer task: minibatch size."""
-    lr: float = 3e-3
+    lr: Annotated[float, Gt(0)] = 3e-3
     """Transfer task: Adam learning rate of `train` (the benchmark tunes it on lr_grid)."""
-    lora_rank: int = 4
+    lora_rank: Annotated[int, Ge(1)] = 4
     """Transfer task: LoRA rank that sets the budget of `train`; every other adapter gets the
     rank whose trainable count is nearest to LoRA's, ties to the smaller (FLoRA: layer by layer)."""
-    scale: float = 2.0
+    scale: Annotated[float, Gt(0)] = 2.0
     """Adapter scale of `train`: FLoRA's s, alpha / r for LoRA, DoRA, LoCon, LoHa and LoKr."""
-    budget_ranks: tuple[int, ...] = (4,)
+    budget_ranks: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (4,)
     """Benchmark: LoRA ranks that set the parameter budgets compared."""
-    lr_grid: tuple[float, ...] = (1e-3, 3e-3, 1e-2, 3e-2)
+    lr_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (1e-3, 3e-3, 1e-2, 3e-2)
     """Benchmark: learning rates every method is tuned over (validation split, first seed)."""
-    scale_grid: tuple[float, ...] = (1.0, 4.0)
+    scale_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (1.0, 4.0)
     """Benchmark: adapter scales every adapter method is tuned over, crossed with lr_grid."""
-    tune_rank: int = 0
+    tune_rank: Annotated[int, Ge(0)] = 0
     """Benchmark: the budget (a LoRA rank in budget_ranks) the grid search runs at, its choice
     reused at the other budgets; 0 tunes at every budget."""
     shuffle_labels: bool = False
     """Negative control: train on randomly permuted labels (test labels stay true)."""
-    convnext_depths: tuple[int, ...] = (3, 3, 9, 3)
+    convnext_depths: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (3, 3, 9, 3)
     """ConvNeXt blocks per stage (ConvNeXt-T), when built from a config."""
-    convnext_dims: tuple[int, ...] = (96, 192, 384, 768)
+    convnext_dims: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (96, 192, 384, 768)
     """ConvNeXt channels per stage (ConvNeXt-T), when built from a config."""
     checkpoint: str = ""
     """Local transformers ConvNeXt checkpoint folder; empty: pretrain from scratch on digits 0-4."""
@@ -110,7 +98,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         seeds=(0, 1, 2, 3, 4),
         struct_channels=256,
         teacher_tucker_ranks=(16, 16, 3, 3),
@@ -134,6 +122,7 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
+    check_bounds(cfg)
     if cfg.task not in ("structure", "transfer"):
         raise ValueError(f"task must be structure or transfer, got {cfg.task!r}")
     allowed = STRUCTURE_METHODS if cfg.task == "structure" else METHODS
@@ -141,41 +130,14 @@ def validate(cfg: Config) -> Config:
         raise ValueError(f"method for task {cfg.task} must be one of {allowed}, got {cfg.method!r}")
     if bad := [b for b in cfg.backbones if b not in BACKBONES]:
         raise ValueError(f"backbones must come from {BACKBONES}, got {bad}")
-    for field in (
-        "threads",
-        "struct_steps",
-        "struct_batch",
-        "epochs",
-        "batch_size",
-        "lora_rank",
-        "image_size",
-    ):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
     if cfg.tune_rank and cfg.tune_rank not in cfg.budget_ranks:
         raise ValueError(
             f"tune_rank {cfg.tune_rank} must be 0 or one of budget_ranks {cfg.budget_ranks}"
         )
-    if cfg.pretrain_epochs < 0:
-        raise ValueError(f"pretrain_epochs must be >= 0, got {cfg.pretrain_epochs}")
-    if min(cfg.lr, cfg.struct_lr, cfg.pretrain_lr) <= 0:
-        raise ValueError(
-            f"lr, struct_lr and pretrain_lr must be > 0, got {cfg.lr}, {cfg.struct_lr}, "
-            f"{cfg.pretrain_lr}"
-        )
-    if cfg.scale <= 0 or min(cfg.lr_grid, default=0) <= 0 or min(cfg.scale_grid, default=0) <= 0:
-        raise ValueError(
-            f"scale, lr_grid and scale_grid must be > 0 and non-empty, got {cfg.scale}, "
-            f"{cfg.lr_grid}, {cfg.scale_grid}"
-        )
-    if min(cfg.budget_ranks, default=0) < 1:
-        raise ValueError(f"budget_ranks must be >= 1 and non-empty, got {cfg.budget_ranks}")
     if len(cfg.teacher_tucker_ranks) != 4:
         raise ValueError(
             f"teacher_tucker_ranks needs 4 ranks (out, in, k, k), got {cfg.teacher_tucker_ranks}"
         )
-    if not cfg.seeds or not cfg.struct_levels:
-        raise ValueError("seeds and struct_levels must name at least one value each")
     if cfg.struct_channels < max(cfg.struct_levels):
         raise ValueError(
             f"struct_levels {cfg.struct_levels} exceed struct_channels {cfg.struct_channels}"

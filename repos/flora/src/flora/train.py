@@ -3,15 +3,20 @@
 structure: fit a synthetic update of one Conv2d by MSE on random inputs (relative error vs rank).
 transfer: pretrain a backbone on digits 0-4, adapt it to new tasks, report validation and test
 accuracy (%) at an equal trainable-parameter budget.
+
+`train` saves what it fitted (safetensors): structure_<target>_r<rank> (the adapter of each fit),
+<backbone>_pretrained (the backbone after pretraining) and <backbone>_<task> (the trainable
+parameters after fine-tuning); `evaluate` rebuilds the models from config.json, loads them and
+measures them again.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import sys
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -20,10 +25,12 @@ from torch import nn
 from tqdm import tqdm
 
 from . import data, models
-from .adapter import apply_flora, flora_modules, save_adapters, set_merged
+from .adapter import apply_flora, set_merged
 from .baselines import peft_wrap, prepare, rank_for_budget, trainable_count
 from .config import Config, validate
-from .results import atomic_write_json
+from .results import atomic_write_json, read_config, save_safetensors
+from .runtime import resolve_device
+from .weights import load_state, load_trainable, save_trainable, trainable_state
 
 _PRETRAINED: dict[tuple, dict[str, torch.Tensor]] = {}
 _RANKS: dict[tuple, int] = {}
@@ -33,21 +40,39 @@ def _bar(iterable, cfg: Config, desc: str):
     return tqdm(iterable, desc=desc, leave=False, disable=cfg.quiet or not sys.stderr.isatty())
 
 
-def structure_fit(cfg: Config, method: str, target: torch.Tensor, level: int) -> tuple[float, int]:
-    """Fit dW* of a Conv2d(c, c, k) with `method` at rank `level`; return (relative error, params)."""
+def structure_model(
+    cfg: Config, method: str, level: int
+) -> tuple[nn.Module, Callable[[], torch.Tensor], nn.Conv2d]:
+    """A Conv2d(c, c, k) (seeded) carrying `method`'s adapter at rank `level`, its dW, and the
+    frozen Conv2d itself."""
     c, k = cfg.struct_channels, cfg.struct_kernel
     torch.manual_seed(cfg.seed)
     holder = nn.Sequential(OrderedDict(conv=nn.Conv2d(c, c, k))).to(cfg.device)
-    teacher_w = holder.conv.weight.detach() + target
-    bias = holder.conv.bias.detach()
+    base = holder.conv
     if method == "flora":
         apply_flora(holder, "conv", (level, level, k, k), scale=1.0)
-        delta = holder.conv.delta_weight
-    else:  # alpha = r makes peft's scale 1, like FLoRA's here
-        holder = peft_wrap(holder, method, "conv", level, float(level), head=None)
-        layer = holder.base_model.model.conv
-        delta = lambda: layer.get_delta_weight("default")
-    params = [p for p in holder.parameters() if p.requires_grad]
+        return holder, holder.conv.delta_weight, base
+    # alpha = r makes peft's scale 1, like FLoRA's here
+    holder = peft_wrap(holder, method, "conv", level, float(level), head=None)
+    layer = holder.base_model.model.conv
+    return holder, lambda: layer.get_delta_weight("default"), base
+
+
+def relative_error(delta: Callable[[], torch.Tensor], target: torch.Tensor) -> float:
+    with torch.no_grad():
+        return float((delta() - target).norm() / target.norm())
+
+
+def structure_fit(
+    cfg: Config, method: str, target: torch.Tensor, level: int
+) -> tuple[float, int, nn.Module]:
+    """Fit dW* of a Conv2d(c, c, k) with `method` at rank `level`; return (relative error,
+    params, the fitted model)."""
+    c, k = cfg.struct_channels, cfg.struct_kernel
+    holder, delta, base = structure_model(cfg, method, level)
+    teacher_w = base.weight.detach() + target
+    bias = base.bias.detach()
+    params = list(trainable_state(holder).values())
     opt = torch.optim.Adam(params, lr=cfg.struct_lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, cfg.struct_steps)
     g = torch.Generator(device=cfg.device).manual_seed(cfg.seed)
@@ -59,24 +84,26 @@ def structure_fit(cfg: Config, method: str, target: torch.Tensor, level: int) ->
         loss.backward()
         opt.step()
         sched.step()
-    with torch.no_grad():
-        err = float((delta() - target).norm() / target.norm())
-    return err, sum(p.numel() for p in params)
+    return relative_error(delta, target), sum(p.numel() for p in params), holder
 
 
-def run_structure(cfg: Config) -> dict[str, float]:
-    c, k = cfg.struct_channels, cfg.struct_kernel
-    shape = (c, c, k, k)
-    targets = {
-        "tucker": data.tucker_target(shape, cfg.teacher_tucker_ranks, cfg.seed),
-        "matrix": data.matrix_rank_target(shape, cfg.teacher_matrix_rank, cfg.seed),
+def structure_targets(cfg: Config) -> dict[str, torch.Tensor]:
+    shape = (cfg.struct_channels, cfg.struct_channels, cfg.struct_kernel, cfg.struct_kernel)
+    return {
+        "tucker": data.tucker_target(shape, cfg.teacher_tucker_ranks, cfg.seed).to(cfg.device),
+        "matrix": data.matrix_rank_target(shape, cfg.teacher_matrix_rank, cfg.seed).to(cfg.device),
     }
+
+
+def run_structure(cfg: Config, workdir: Path, save_weights: bool) -> dict[str, float]:
     metrics = {}
-    for name, target in targets.items():
+    for name, target in structure_targets(cfg).items():
         for level in cfg.struct_levels:
-            err, n = structure_fit(cfg, cfg.method, target.to(cfg.device), level)
+            err, n, holder = structure_fit(cfg, cfg.method, target, level)
             metrics[f"{name}_relerr_r{level}"] = err
             metrics[f"{name}_params_r{level}"] = float(n)
+            if save_weights:
+                save_trainable(holder, workdir / f"structure_{name}_r{level}.safetensors")
     return metrics
 
 
@@ -110,6 +137,11 @@ def fit_classifier(
             loss.backward()
             opt.step()
         bar.set_postfix(loss=f"{loss.item():.3f}")
+    return split_accuracy(model, task, cfg)
+
+
+def split_accuracy(model: nn.Module, task: dict, cfg: Config) -> dict[str, float]:
+    """Validation and test accuracy in % (adapters merged while measuring)."""
     return {
         split: accuracy(model, task[f"x_{split}"].to(cfg.device), task[f"y_{split}"].to(cfg.device))
         for split in ("val", "test")
@@ -152,57 +184,117 @@ def method_rank(backbone: str, cfg: Config, model: nn.Module) -> int:
     return _RANKS[key]
 
 
-def run_transfer(cfg: Config, workdir: Path) -> dict[str, float]:
+def transfer_tasks(cfg: Config, backbone: str) -> tuple[dict, dict]:
+    """(the digits tasks, the target tasks adapted to: shift and rotated, or the image folder)."""
+    channels = 3 if backbone == "convnext" else 1
+    tasks = data.digits_tasks(cfg.seed, cfg.image_size, channels)
+    if cfg.data_dir:
+        return tasks, {"folder": data.folder_task(cfg.data_dir, cfg.image_size, cfg.seed)}
+    return tasks, {"shift": tasks["shift"], "rotated": tasks["rotated"]}
+
+
+def adapted_model(
+    cfg: Config, backbone: str, name: str, task: dict, state: dict[str, torch.Tensor]
+) -> tuple[nn.Module, int]:
+    """The pretrained backbone set up for cfg.method on target task `name` (a new label space
+    gets a new, seeded head), and the method's rank at the budget."""
+    model = build_backbone(backbone, cfg).to(cfg.device)
+    model.load_state_dict(state)
+    n_classes = int(task["y_train"].max()) + 1
+    if name != "rotated":  # a new label space gets a new head
+        models.reset_head(model, n_classes, cfg.seed)
+    model.to(cfg.device)
+    rank = method_rank(backbone, cfg, model)
+    torch.manual_seed(cfg.seed)  # adapter init independent of the rank search's draws
+    model = prepare(cfg.method, model, models.ADAPTED[backbone], models.HEAD[backbone],
+                    rank, cfg.scale).to(cfg.device)  # fmt: skip
+    return model, rank
+
+
+def task_metrics(
+    backbone: str, name: str, accs: dict[str, float], model: nn.Module, rank: int
+) -> dict[str, float]:
+    return {
+        f"{backbone}_{name}_acc": accs["test"],
+        f"{backbone}_{name}_val_acc": accs["val"],
+        f"{backbone}_trainable": float(trainable_count(model)),
+        f"{backbone}_rank": float(rank),
+    }
+
+
+def run_transfer(cfg: Config, workdir: Path, save_weights: bool) -> dict[str, float]:
     metrics = {}
     for backbone in cfg.backbones:
-        channels = 3 if backbone == "convnext" else 1
-        tasks = data.digits_tasks(cfg.seed, cfg.image_size, channels)
+        tasks, targets = transfer_tasks(cfg, backbone)
         state = pretrained(backbone, cfg, tasks)
-        targets = {"shift": tasks["shift"], "rotated": tasks["rotated"]}
-        if cfg.data_dir:
-            targets = {"folder": data.folder_task(cfg.data_dir, cfg.image_size, cfg.seed)}
+        if save_weights:
+            save_safetensors(workdir / f"{backbone}_pretrained.safetensors", state)
         for name, task in targets.items():
-            model = build_backbone(backbone, cfg).to(cfg.device)
-            model.load_state_dict(state)
-            n_classes = int(task["y_train"].max()) + 1
-            if name != "rotated":  # a new label space gets a new head
-                models.reset_head(model, n_classes, cfg.seed)
-            model.to(cfg.device)
-            rank = method_rank(backbone, cfg, model)
-            torch.manual_seed(cfg.seed)  # adapter init independent of the rank search's draws
-            model = prepare(cfg.method, model, models.ADAPTED[backbone], models.HEAD[backbone],
-                            rank, cfg.scale).to(cfg.device)  # fmt: skip
+            model, rank = adapted_model(cfg, backbone, name, task, state)
             torch.manual_seed(cfg.seed)
             accs = fit_classifier(
                 model, task, cfg.epochs, cfg.lr, cfg, f"{cfg.method} {backbone} {name}"
             )
-            metrics[f"{backbone}_{name}_acc"] = accs["test"]
-            metrics[f"{backbone}_{name}_val_acc"] = accs["val"]
-            metrics[f"{backbone}_trainable"] = float(trainable_count(model))
-            metrics[f"{backbone}_rank"] = float(rank)
-            if flora_modules(model):
-                save_adapters(model, workdir / f"{backbone}_{name}.safetensors")
+            metrics.update(task_metrics(backbone, name, accs, model, rank))
+            if save_weights:
+                save_trainable(model, workdir / f"{backbone}_{name}.safetensors")
     return metrics
 
 
-def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """Run cfg.method on cfg.task for cfg.seed and return its metrics; writes workdir/config.json first."""
+def train_and_evaluate(
+    cfg: Config, workdir: str | Path, save_weights: bool = True
+) -> dict[str, float]:
+    """Run cfg.method on cfg.task for cfg.seed and return its metrics; writes workdir/config.json
+    first, then (with save_weights) the fitted weights, then metrics.json."""
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     if cfg.task == "structure":
-        metrics = run_structure(cfg)
+        metrics = run_structure(cfg, workdir, save_weights)
     else:
-        metrics = run_transfer(cfg, workdir)
+        metrics = run_transfer(cfg, workdir, save_weights)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Rebuild the models a previous `train` fitted in workdir (its config.json), load their saved
+    weights and measure them again: relative errors (structure) or val/test accuracy (transfer).
+    Device, threads and progress come from `cfg`; every unreadable file is a ValueError naming it."""
+    workdir = Path(workdir)
+    run = read_config(workdir / "config.json", Config, validate)
+    run = dataclasses.replace(
+        run, device=resolve_device(cfg.device), threads=cfg.threads, quiet=cfg.quiet
+    )
+    torch.set_num_threads(run.threads)
+    if run.task == "structure":
+        return evaluate_structure(run, workdir)
+    return evaluate_transfer(run, workdir)
+
+
+def evaluate_structure(cfg: Config, workdir: Path) -> dict[str, float]:
+    metrics = {}
+    for name, target in structure_targets(cfg).items():
+        for level in cfg.struct_levels:
+            holder, delta, _ = structure_model(cfg, cfg.method, level)
+            load_trainable(holder, workdir / f"structure_{name}_r{level}.safetensors")
+            metrics[f"{name}_relerr_r{level}"] = relative_error(delta, target)
+            metrics[f"{name}_params_r{level}"] = float(trainable_count(holder))
+    return metrics
+
+
+def evaluate_transfer(cfg: Config, workdir: Path) -> dict[str, float]:
+    metrics = {}
+    for backbone in cfg.backbones:
+        _, targets = transfer_tasks(cfg, backbone)
+        base = build_backbone(backbone, cfg).to(cfg.device)
+        load_state(base, workdir / f"{backbone}_pretrained.safetensors")
+        for name, task in targets.items():
+            model, rank = adapted_model(cfg, backbone, name, task, base.state_dict())
+            load_trainable(model, workdir / f"{backbone}_{name}.safetensors")
+            accs = split_accuracy(model, task, cfg)
+            metrics.update(task_metrics(backbone, name, accs, model, rank))
+    return metrics

@@ -11,13 +11,13 @@ and `merge_and_unload`, for any torch model (transformers and timm included).
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from pathlib import Path
 
 from torch import nn
 
 from .adapter import apply_flora, flora_modules, load_adapters, save_adapters, set_merged
+from .results import atomic_write_json, read_json
 
 CONFIG_NAME, WEIGHTS_NAME = "adapter_config.json", "adapter_model.safetensors"
 
@@ -81,7 +81,7 @@ class FLoRAModel(nn.Module):
         config = dataclasses.asdict(self.config)
         if not isinstance(self.config.target_modules, str):
             config["target_modules"] = list(self.config.target_modules)
-        (folder / CONFIG_NAME).write_text(json.dumps(config, indent=2) + "\n")
+        atomic_write_json(folder / CONFIG_NAME, config)
 
     @classmethod
     def from_pretrained(cls, model: nn.Module, folder: str | Path) -> FLoRAModel:
@@ -92,12 +92,12 @@ class FLoRAModel(nn.Module):
                 raise ValueError(
                     f"adapter folder {folder} has no {name} (written by save_pretrained)"
                 )
+        raw = read_json(folder / CONFIG_NAME, "adapter config")
         try:
-            raw = json.loads((folder / CONFIG_NAME).read_text())
             if isinstance(raw.get("target_modules"), list):
                 raw["target_modules"] = tuple(raw["target_modules"])
             config = FLoRAConfig(**raw)
-        except (json.JSONDecodeError, TypeError) as exc:
+        except (AttributeError, TypeError) as exc:
             raise ValueError(
                 f"{folder / CONFIG_NAME} is not a FLoRA adapter config: {exc}"
             ) from None

@@ -20,7 +20,8 @@ from . import data
 from .claims import compute_claims, diagnostics
 from .config import CONTROL, FLOOR, ORACLE, Config
 from .protocol import GRIDS, NOT_TUNED
-from .results import atomic_write_json, results_document, save_figure, summarize
+from .results import figure_png, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
 from .train import train_and_evaluate_full
 
 PAPER = "genre"
@@ -85,7 +86,7 @@ BAR_METHODS = (
 )
 
 
-def bar_figure(m: dict, path: Path) -> None:
+def bar_figure(m: dict) -> bytes:
     keys = ("cost", "gold_validity", "lof", "score")
     names = [n for n in BAR_METHODS if n in m]
     fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4))
@@ -98,11 +99,10 @@ def bar_figure(m: dict, path: Path) -> None:
         )
         ax.set_title(key + (" (val + LOF - cost/d)" if key == "score" else ""))
         ax.tick_params(axis="x", rotation=60)
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)
 
 
-def tradeoff_figure(m: dict, dataset: str, path: Path) -> None:
+def tradeoff_figure(m: dict, dataset: str) -> bytes:
     """Cost against validity, LOF and Score: GenRe's temperature and lambda curves, the exact
     target Q's lambda curve, and single points for the baselines."""
     curves = {
@@ -130,11 +130,10 @@ def tradeoff_figure(m: dict, dataset: str, path: Path) -> None:
         ax.set_ylabel(key)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{dataset}: cost / validity / plausibility trade-off (mean over seeds)")
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)
 
 
-def moons_figure(recourses: dict, path: Path, n_arrows: int = 40) -> None:
+def moons_figure(recourses: dict, n_arrows: int = 40) -> bytes:
     """Recourses of the first seed on two-moons (the paper's Figure 1 setting)."""
     names = [n for n in ("GenRe", ORACLE, "NNR", "Wachter", "REVISE") if n in recourses]
     fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 4), sharey=True, squeeze=False)
@@ -145,8 +144,7 @@ def moons_figure(recourses: dict, path: Path, n_arrows: int = 40) -> None:
         for a, b in zip(recourses["x"][:n_arrows], recourses[name][:n_arrows]):
             ax.annotate("", b, a, arrowprops={"arrowstyle": "->", "lw": 0.6})
         ax.set_title(name)
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)
 
 
 def run_dataset(cfg: Config, dataset: str) -> tuple[dict, list[dict]]:
@@ -174,9 +172,13 @@ def run_dataset(cfg: Config, dataset: str) -> tuple[dict, list[dict]]:
 
 
 def run_bench(cfg: Config, figures: bool = True) -> dict:
+    """Every bench dataset over the seeds; writes <results-dir>/<preset>.json and, with
+    `figures`, its figures/ together at the end (results_dir_of: runs/<preset> unless
+    --results-dir is given)."""
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     start = time.perf_counter()
     metrics, claims, perf, skipped, tuning, diag = {}, [], [], [], {}, {}
-    fig_dir = Path(cfg.results_dir) / "figures"
+    pngs: dict[str, bytes] = {}
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     for i, dataset in enumerate(cfg.bench_datasets):
         reason = data.missing_wheel(dataset, cfg.data_path)
@@ -194,10 +196,10 @@ def run_bench(cfg: Config, figures: bool = True) -> dict:
         tuning[dataset] = [run["tuned"] for run in runs]
         diag[dataset] = diagnostics(runs, cfg.n_boot, cfg.lam)
         if figures:
-            bar_figure(m, fig_dir / f"{prefix}{dataset}_metrics.png")
-            tradeoff_figure(m, dataset, fig_dir / f"{prefix}{dataset}_tradeoff.png")
+            pngs[f"{prefix}{dataset}_metrics.png"] = bar_figure(m)
+            pngs[f"{prefix}{dataset}_tradeoff.png"] = tradeoff_figure(m, dataset)
             if dataset == "moons":
-                moons_figure(runs[0]["recourses"], fig_dir / f"{prefix}moons_recourse.png")
+                pngs[f"{prefix}moons_recourse.png"] = moons_figure(runs[0]["recourses"])
     if not claims:
         raise ValueError(f"no dataset of {cfg.bench_datasets} could be run: {skipped}")
     doc = results_document(
@@ -221,5 +223,5 @@ def run_bench(cfg: Config, figures: bool = True) -> dict:
     doc["config"] = json.loads(json.dumps(dataclasses.asdict(cfg)))  # tuples as JSON lists
     if skipped:
         doc["skipped_datasets"] = skipped
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, pngs)
     return doc

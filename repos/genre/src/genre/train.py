@@ -9,14 +9,12 @@ positive) and a negative control (GenRe's sampler on an untrained pair model).
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from . import baselines
@@ -24,7 +22,6 @@ from .config import CONTROL, FLOOR, ORACLE, Config, validate
 from .pairs import partner_sets, sample_partners
 from .protocol import (
     World,
-    evaluate,
     fit_world,
     make_runner,
     new_pair_model,
@@ -32,7 +29,11 @@ from .protocol import (
     time_per_instance,
     tune,
 )
-from .results import atomic_write_json
+from .protocol import (
+    evaluate as recourse_metrics,
+)
+from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
+from .runtime import resolve_device
 
 CHECKPOINT = "pair_model.safetensors"
 TIMED = ("GenRe", "GenRe-nocache", "NNR", "Wachter", "REVISE", "GrowingSpheres", "DiCE")
@@ -108,18 +109,29 @@ def fit_pair_model(
     return model.eval(), log
 
 
-def _pair_model(cfg: Config, w: World, workdir: Path):
+def load_pair_model(cfg: Config, d: int, state: dict[str, torch.Tensor], path: Path):
+    """A pair model for d features with the weights `state` read from `path` (named in errors)."""
+    model = new_pair_model(cfg, d)
+    try:
+        model.load_state_dict({k: v.to(cfg.device) for k, v in state.items()})
+    except RuntimeError as exc:  # missing / unexpected keys or wrong shapes
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(
+            f"{path}: does not fit this config's pair model ({first}); delete it or train again"
+        ) from None
+    return model.eval()
+
+
+def _pair_model(cfg: Config, w: World, workdir: Path, saved: dict | None):
+    """The GenRe pair model: the checkpoint's weights `saved` (with --resume), else trained
+    here and saved to workdir."""
     x_tr = w.xt(w.train)
     x_neg, y_neg = x_tr[w.neg_mask], torch.as_tensor(w.y[w.train][w.neg_mask]).float()
     ckpt = workdir / CHECKPOINT
-    if cfg.resume and ckpt.exists():
-        model = new_pair_model(cfg, w.x.shape[1])
-        model.load_state_dict(load_file(ckpt))
-        return model.eval(), {}
+    if saved is not None:
+        return load_pair_model(cfg, w.x.shape[1], saved, ckpt), {}
     model, log = fit_pair_model(cfg, x_neg, y_neg, w.x_pos, w.immutable)
-    tmp = workdir / f".{CHECKPOINT}.tmp"
-    save_file({k: v.contiguous().cpu() for k, v in model.state_dict().items()}, tmp)
-    tmp.replace(ckpt)  # atomic: same folder
+    save_safetensors(ckpt, model.state_dict())
     return model, log
 
 
@@ -133,17 +145,17 @@ def _sweeps(cfg: Config, w: World, temperature: float) -> dict[str, dict[str, fl
     x_neg, out = w.xt(w.negatives), {}
     for tau in cfg.sweep_temperatures:
         cf = make_runner(w, "GenRe", tau, phase=f"sweep{tau}")(x_neg)
-        out[f"GenRe@tau={tau:g}"] = _means(evaluate(w, x_neg, cf))
+        out[f"GenRe@tau={tau:g}"] = _means(recourse_metrics(w, x_neg, cf))
     for lam in cfg.sweep_lams:
         cf = make_runner(w, ORACLE, lam, phase=f"sweep{lam}")(x_neg)
-        out[f"{ORACLE}@lam={lam:g}"] = _means(evaluate(w, x_neg, cf))
+        out[f"{ORACLE}@lam={lam:g}"] = _means(recourse_metrics(w, x_neg, cf))
     x_tr = w.xt(w.train)
     y_neg = torch.as_tensor(w.y[w.train][w.neg_mask]).float()
     for lam in cfg.sweep_retrain_lams:
         model, _ = fit_pair_model(cfg, x_tr[w.neg_mask], y_neg, w.x_pos, w.immutable, lam)
         sub = dataclasses.replace(w, models={**w.models, "GenRe": model})
         cf = make_runner(sub, "GenRe", temperature, phase=f"retrain{lam}")(x_neg)
-        out[f"GenRe@lam={lam:g}"] = _means(evaluate(w, x_neg, cf))
+        out[f"GenRe@lam={lam:g}"] = _means(recourse_metrics(w, x_neg, cf))
     return out
 
 
@@ -153,8 +165,10 @@ def run_protocol(cfg: Config, workdir: Path) -> dict:
     "recourses", "loss_log"}."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    ckpt = workdir / CHECKPOINT
+    saved = load_safetensors(ckpt) if cfg.resume and ckpt.exists() else None  # fail early
     w = fit_world(cfg)
-    model, loss_log = _pair_model(cfg, w, workdir)
+    model, loss_log = _pair_model(cfg, w, workdir, saved)
     w.models["GenRe"] = model
     w.models[CONTROL] = new_pair_model(cfg, w.x.shape[1]).eval()  # never trained
     if "REVISE" in cfg.methods:
@@ -177,7 +191,7 @@ def run_protocol(cfg: Config, workdir: Path) -> dict:
         if name in TIMED and name != "DiCE":
             fresh = make_runner(w, name, tuned[name]["value"], phase="timing")
             times, _ = time_per_instance(fresh, x_all[: cfg.n_timing])
-        inst = evaluate(w, x_neg, cf)
+        inst = recourse_metrics(w, x_neg, cf)
         out["instances"][name] = inst
         flat.update({f"{name}/{k}": v for k, v in _means(inst).items()})
         flat[f"{name}/seconds_per_recourse"] = seconds / len(x_neg)
@@ -200,6 +214,7 @@ def run_protocol(cfg: Config, workdir: Path) -> dict:
 def train_and_evaluate_full(cfg: Config, workdir: str | Path) -> dict:
     """run_protocol with config.json written first and metrics.json after."""
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
@@ -213,9 +228,24 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     return train_and_evaluate_full(cfg, workdir)["metrics"]
 
 
-def evaluate_run(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the GenRe pair model a previous `train` saved in workdir and evaluate it again:
+    the run's world is rebuilt from its config.json (deterministic in the seed), GenRe's
+    temperature tuned on the validation negatives as in `train`, and its recourses for the
+    evaluated negatives measured. Returns GenRe's metrics ("GenRe/cost", ...), equal to the ones
+    `train` reported on the same machine. Device, threads and progress come from `cfg`."""
+    workdir = Path(workdir)
+    run = read_config(workdir / "config.json", Config, validate)
+    run = dataclasses.replace(
+        run, device=resolve_device(cfg.device), threads=cfg.threads, quiet=cfg.quiet
+    )
+    state = load_safetensors(workdir / CHECKPOINT)  # read first: a bad file fails before work
+    if run.threads:
+        torch.set_num_threads(run.threads)
+    w = fit_world(run)
+    w.models["GenRe"] = load_pair_model(run, w.x.shape[1], state, workdir / CHECKPOINT)
+    tuned = tune(w, "GenRe")
+    x_neg = w.xt(w.negatives)
+    cf = make_runner(w, "GenRe", tuned["value"])(x_neg)
+    metrics = {f"GenRe/{k}": v for k, v in _means(recourse_metrics(w, x_neg, cf)).items()}
+    return {**metrics, "GenRe/temperature": float(tuned["value"])}

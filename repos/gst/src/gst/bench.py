@@ -17,14 +17,14 @@ from . import sequence
 from .config import Config, validate
 from .floors import FLOORS
 from .results import (
-    atomic_write_json,
-    beats,
     claim,
+    figure_png,
     paired_interval,
     results_document,
-    save_figure,
     summarize,
+    write_results,
 )
+from .runtime import resolve_device, results_dir_of
 from .train import build_model, eval_ar, prepare, steps_for, train_and_evaluate
 
 PAPER = "gst"
@@ -119,6 +119,11 @@ GATES = [
 ]
 
 
+def beats(interval: dict, margin: float) -> bool:
+    """The paired gate: mean difference >= margin and the interval's lower end above 0."""
+    return interval["lo"] is not None and interval["mean"] >= margin and interval["lo"] > 0
+
+
 def _fmt(iv: dict, unit: str) -> str:
     if iv["lo"] is None:
         return f"{iv['mean']:+.2f} {unit} (one seed: no interval)"
@@ -135,7 +140,7 @@ def claims_from(metrics: dict) -> list[dict]:
             continue
         ref = np.max([metrics[r][ref_key]["values"] for r in refs], axis=0)
         tested = np.asarray(metrics[method][key]["values"])
-        iv = paired_interval(list(tested - ref))
+        iv = paired_interval(list(tested), list(ref))
         entry = claim(
             cid,
             statement,
@@ -145,7 +150,7 @@ def claims_from(metrics: dict) -> list[dict]:
         )
         entry.update(difference=iv, margin=margin, reference=list(refs))
         if CONTROL in metrics and key in metrics[CONTROL]:
-            civ = paired_interval(list(np.asarray(metrics[CONTROL][key]["values"]) - ref))
+            civ = paired_interval(list(metrics[CONTROL][key]["values"]), list(ref))
             entry["control"] = {"method": CONTROL, **civ, "holds": beats(civ, margin)}
         out.append(entry)
     return out
@@ -194,7 +199,7 @@ def performance(cfg: Config) -> list[dict]:
 PLOTTED = ("rot_acc15", "rank_rot_acc15", "rot_acc30", "centre_err", "psnr", "ssim")
 
 
-def plot(metrics: dict, path: Path) -> None:
+def plot(metrics: dict) -> bytes:
     fig, axes = plt.subplots(1, len(PLOTTED), figsize=(3.6 * len(PLOTTED), 3.2))
     for ax, key in zip(axes, PLOTTED, strict=True):
         names = [m for m in metrics if key in metrics[m]]
@@ -208,8 +213,7 @@ def plot(metrics: dict, path: Path) -> None:
         ax.set_title(key)
         ax.tick_params(axis="x", rotation=45)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)
 
 
 def seed_rows(cfg: Config) -> dict[str, dict[str, float]]:
@@ -225,7 +229,10 @@ def seed_rows(cfg: Config) -> dict[str, dict[str, float]]:
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every seed's rows, then <results-dir>/<preset>.json and figures/<preset>_metrics.png
+    written together (results_dir_of: runs/<preset> unless --results-dir is given)."""
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     per_method: dict[str, dict[str, list[float]]] = {}
@@ -234,7 +241,6 @@ def run_bench(cfg: Config) -> dict:
             for key, value in row.items():
                 per_method.setdefault(name, {}).setdefault(key, []).append(value)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
-    plot(metrics, Path(cfg.results_dir) / "figures" / f"{cfg.name}_metrics.png")
     perf = performance(dataclasses.replace(cfg, seed=cfg.seeds[0]))
     doc = results_document(
         PAPER,
@@ -253,5 +259,6 @@ def run_bench(cfg: Config) -> dict:
     }
     doc["steps_per_method"] = {m: steps_for(cfg, m) for m in cfg.methods}
     doc["tuning"] = TUNING
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    figures = {f"{cfg.name}_metrics.png": plot(metrics)}
+    write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

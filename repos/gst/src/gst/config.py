@@ -8,79 +8,67 @@ from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
+
 METHODS = ("gst", "gst_gen", "nvs_only", "pose_only", "cnn_pose")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data, tokenizers, initialisation and sampling."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    methods: tuple[str, ...] = METHODS
+class Config(RunConfig):
+    methods: Annotated[tuple[str, ...], MinLen(1)] = METHODS
     """Methods: gst (joint, GEN/EST orders alternating), gst_gen (joint, GEN order only),
     nvs_only, pose_only, cnn_pose."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    threads: int = 1
+    threads: Annotated[int, Ge(1)] = 1
     """Torch CPU threads."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json, checkpoints and figures."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     resume: bool = False
     """Continue from the checkpoint in --out if one exists (skips training)."""
-    image_size: int = 24
+    image_size: Annotated[int, Ge(1)] = 24
     """Rendered image (and Pluecker map) side in pixels."""
-    n_objects: int = 4
+    n_objects: Annotated[int, Ge(1)] = 4
     """Random asymmetric objects in the scene set."""
-    n_train: int = 8000
+    n_train: Annotated[int, Ge(1)] = 8000
     """Training observation/target pairs."""
-    n_test: int = 128
+    n_test: Annotated[int, Ge(1)] = 128
     """Held-out pairs for evaluation (same objects, new cameras)."""
     tokenizer: str = "kmeans"
     """kmeans (faiss patch codebooks) or vqvae (trained unit-norm VQ-VAEs)."""
-    grid: int = 4
+    grid: Annotated[int, Ge(1)] = 4
     """Tokens per side of every segment (image and camera): grid*grid tokens each."""
-    image_codes: int = 256
+    image_codes: Annotated[int, Ge(1)] = 256
     """Image codebook size."""
-    camera_codes: int = 256
+    camera_codes: Annotated[int, Ge(1)] = 256
     """Camera codebook size."""
-    vq_steps: int = 2000
+    vq_steps: Annotated[int, Ge(1)] = 2000
     """VQ-VAE training steps (tokenizer=vqvae only)."""
-    width: int = 64
+    width: Annotated[int, Ge(1)] = 64
     """Transformer width."""
-    depth: int = 2
+    depth: Annotated[int, Ge(1)] = 2
     """Transformer layers."""
-    heads: int = 4
+    heads: Annotated[int, Ge(1)] = 4
     """Attention heads (head dim must be divisible by 4)."""
-    dropout: float = 0.0
+    dropout: Annotated[float, Interval(ge=0, lt=1)] = 0.0
     """Dropout on tokens, residuals and feed-forward (official: 0.1)."""
     qk_norm: bool = True
     """LayerNorm on queries and keys (official default)."""
-    steps: int = 600
+    steps: Annotated[int, Ge(1)] = 600
     """AdamW steps per task order (gst, which alternates two orders, gets twice as many)."""
-    batch: int = 32
+    batch: Annotated[int, Ge(1)] = 32
     """Sequences per step."""
-    lr: float = 2e-3
+    lr: Annotated[float, Gt(0)] = 2e-3
     """Peak learning rate (linear warm-up, cosine decay)."""
-    weight_decay: float = 0.05
+    weight_decay: Annotated[float, Ge(0)] = 0.05
     """AdamW weight decay."""
-    warmup: int = 20
+    warmup: Annotated[int, Ge(0)] = 20
     """Warm-up steps."""
-    temperature: float = 1.0
+    temperature: Annotated[float, Gt(0)] = 1.0
     """Sampling temperature (official: 1.0)."""
-    top_k: int = 100
+    top_k: Annotated[int, Ge(0)] = 100
     """Top-k after slot masking (official: 100); 0 keeps the whole slot."""
-    pose_candidates: int = 64
+    pose_candidates: Annotated[int, Ge(0)] = 64
     """Training cameras ranked by likelihood to localise (gst_gen has no other way); 0: off."""
-    cnn_width: int = 32
+    cnn_width: Annotated[int, Ge(1)] = 32
     """Channels of the rotation-regression CNN baseline."""
-    perf_batch: int = 32
+    perf_batch: Annotated[int, Ge(1)] = 32
     """Batch for the tokens-per-second comparison with transformers' LlamaForCausalLM."""
 
 
@@ -103,7 +91,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         image_size=64,
         n_objects=64,
         n_train=200_000,
@@ -128,29 +116,15 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    if cfg.steps < 1:
-        raise ValueError(f"steps must be >= 1, got {cfg.steps}")
-    if cfg.lr <= 0:
-        raise ValueError(f"lr must be > 0, got {cfg.lr}")
-    if cfg.batch < 1 or cfg.n_train < 1 or cfg.n_test < 1:
-        raise ValueError(
-            f"batch, n_train, n_test must be >= 1, got {cfg.batch}, {cfg.n_train}, {cfg.n_test}"
-        )
+    check_bounds(cfg)
     if cfg.tokenizer not in ("kmeans", "vqvae"):
         raise ValueError(f"tokenizer must be 'kmeans' or 'vqvae', got {cfg.tokenizer!r}")
-    if cfg.grid < 1 or cfg.image_size % cfg.grid:
+    if cfg.image_size % cfg.grid:
         raise ValueError(f"grid {cfg.grid} must divide image_size {cfg.image_size}")
     if cfg.width % cfg.heads or (cfg.width // cfg.heads) % 4:
         raise ValueError(
             f"width/heads must be an integer divisible by 4, got {cfg.width}/{cfg.heads}"
         )
-    unknown = set(cfg.methods) - set(METHODS)
-    if unknown or not cfg.methods:
+    if set(cfg.methods) - set(METHODS):
         raise ValueError(f"methods must be a non-empty subset of {METHODS}, got {cfg.methods}")
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
-    if cfg.pose_candidates < 0:
-        raise ValueError(f"pose_candidates must be >= 0, got {cfg.pose_candidates}")
-    if cfg.threads < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
     return cfg

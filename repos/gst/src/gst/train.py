@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
 from . import ranking, sequence
@@ -21,8 +19,11 @@ from .data import Pairs, make_pairs
 from .geometry import camera_centre, rays_to_camera
 from .metrics import image_metrics, pose_metrics
 from .model import GST, SEG_CAMERA, SEG_TARGET
-from .results import atomic_write_bytes, atomic_write_json
+from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
+from .runtime import resolve_device
 from .tokenizers import KMeansTokenizer, Vocab, VQTokenizer
+
+CHECKPOINT = "model.safetensors"
 
 
 @dataclasses.dataclass
@@ -250,43 +251,95 @@ def eval_cnn(cfg: Config, prep: Prepared, model: PoseCNN) -> dict[str, float]:
     return pose_metrics(r, t, prep.test.rotation, prep.test.translation)
 
 
+def new_model(cfg: Config, prep: Prepared, which: str) -> torch.nn.Module:
+    if which == "cnn_pose":
+        return PoseCNN(cfg.cnn_width).to(cfg.device)
+    return build_model(cfg, prep.vocab).to(cfg.device)
+
+
+def load_model(
+    cfg: Config, prep: Prepared, which: str, state: dict[str, torch.Tensor], path: Path
+) -> torch.nn.Module:
+    """`which`'s model with the weights `state` read from `path` (named in every error)."""
+    model = new_model(cfg, prep, which)
+    try:
+        model.load_state_dict({k: v.to(cfg.device) for k, v in state.items()})
+    except RuntimeError as exc:  # missing / unexpected keys or wrong shapes
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(
+            f"{path}: does not fit the {which} model of this config ({first})"
+        ) from None
+    return model.eval()
+
+
+def measure(cfg: Config, prep: Prepared, model: torch.nn.Module, which: str) -> dict[str, float]:
+    """The test metrics of a trained model (eval_cnn or eval_ar)."""
+    if which == "cnn_pose":
+        return eval_cnn(cfg, prep, model)
+    return eval_ar(cfg, prep, model, which)
+
+
 def train_and_evaluate(cfg: Config, workdir: str | Path, which: str = "gst") -> dict[str, float]:
     """Train one method for cfg.seed and return its test metrics; writes workdir/config.json
-    first, then model.safetensors and metrics.json."""
+    first, then model.safetensors and metrics.json. With cfg.resume and a checkpoint in
+    workdir, that model is evaluated instead of training a new one."""
     validate(cfg)
     if which not in METHODS:
         raise ValueError(f"unknown method {which!r}; expected one of {METHODS}")
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     workdir = Path(workdir)
+    ckpt = workdir / CHECKPOINT
+    saved = load_safetensors(ckpt) if cfg.resume and ckpt.exists() else None  # fail early
     workdir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
+    # the run's own method is the one entry of `methods` in its config.json
+    atomic_write_json(
+        workdir / "config.json", dataclasses.asdict(dataclasses.replace(cfg, methods=(which,)))
+    )
     prep = prepare(cfg)
-    ckpt = workdir / "model.safetensors"
-    if which == "cnn_pose":
-        model = PoseCNN(cfg.cnn_width).to(cfg.device)
-    else:
-        model = build_model(cfg, prep.vocab).to(cfg.device)
-    if cfg.resume and ckpt.exists():
-        model.load_state_dict(load_file(str(ckpt), device=cfg.device))
-        model.eval()
+    if saved is not None:
+        model = load_model(cfg, prep, which, saved, ckpt)
     else:
         model = train_cnn(cfg, prep) if which == "cnn_pose" else train_ar(cfg, prep, which)
-        state = {k: v.contiguous() for k, v in model.state_dict().items()}
-        tmp = workdir / ".model.safetensors.tmp"
-        save_file(state, str(tmp))
-        atomic_write_bytes(ckpt, tmp.read_bytes())
-        tmp.unlink()
-    if which == "cnn_pose":
-        metrics = eval_cnn(cfg, prep, model)
-    else:
-        metrics = eval_ar(cfg, prep, model, which)
+        save_safetensors(ckpt, model.state_dict())
+    metrics = measure(cfg, prep, model, which)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def run_config(path: Path) -> tuple[Config, str]:
+    """(the Config, the method) of a `train` run's config.json (ValueErrors name the file)."""
+    run = read_config(path, Config, validate)
+    if len(run.methods) != 1:
+        raise ValueError(f"{path}: names methods {run.methods}, a train run has exactly one")
+    return run, run.methods[0]
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the model a previous `train` saved in workdir and evaluate it again: data and
+    tokenizers are rebuilt from the run's config.json (deterministic in the seed), the weights
+    come from model.safetensors. Device, threads and progress come from `cfg`."""
+    workdir = Path(workdir)
+    run, which = run_config(workdir / "config.json")
+    run = dataclasses.replace(
+        run, device=resolve_device(cfg.device), threads=cfg.threads, quiet=cfg.quiet
+    )
+    state = load_safetensors(workdir / CHECKPOINT)  # read first: a bad file fails before work
+    torch.set_num_threads(run.threads)
+    prep = prepare(run)
+    return measure(run, prep, load_model(run, prep, which, state, workdir / CHECKPOINT), which)
+
+
+def evaluate_runs(cfg: Config, out: str | Path) -> dict[str, dict[str, float]]:
+    """evaluate() for one run folder (it holds config.json), or for every method folder
+    out/<method>/ of cfg.methods that `gst train --out OUT` wrote."""
+    out = Path(out)
+    if (out / "config.json").exists():
+        return {run_config(out / "config.json")[1]: evaluate(cfg, out)}
+    found = [m for m in cfg.methods if (out / m).is_dir()]
+    if not found:
+        raise ValueError(
+            f"{out}: holds no run of {list(cfg.methods)} (config.json, or <method>/ folders "
+            f"from `gst train --out {out}`)"
+        )
+    return {m: evaluate(cfg, out / m) for m in found}
