@@ -20,7 +20,9 @@ from __package__.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("__gpu_smoke__")
+GPU_SMOKE = shlex.split(
+    "__gpu_smoke__",
+)
 
 
 @pytest.fixture
