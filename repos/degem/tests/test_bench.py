@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -161,3 +162,18 @@ def test_paper_preset_runs_at_tiny_size(tmp_path, monkeypatch):
     assert len(doc["metrics"]["DeGEM[official-512]"]["homophilic/avg_auroc"]["values"]) == 1
     assert len(doc["metrics"]["DeGEM[official]"]["homophilic/avg_auroc"]["values"]) == 2
     assert config.PRESETS["paper"].epochs == 200 and len(config.PRESETS["paper"].seeds) == 5
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """A real (tiny) bench with no --results-dir: runs/<preset>/<preset>.json and its figures,
+    no results/ folder (the committed results are written only when asked for)."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(
+        tiny, results_dir="", out="runs/quick", ablations=(), epochs=2, mcmc_steps=2
+    )
+    doc = run_bench(cfg)
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text()) == doc
+    assert (tmp_path / "runs" / "quick" / "figures" / "auroc.png").exists()
+    assert not (tmp_path / "results").exists()
+    numerics = doc["environment"]["numerics"]  # the CPU code path the numbers came from
+    assert numerics["ATEN_CPU_CAPABILITY"] == os.environ.get("ATEN_CPU_CAPABILITY")

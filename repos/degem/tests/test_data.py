@@ -51,7 +51,8 @@ def test_split_keeps_ood_classes_out_of_training():
     train, val, test_id, test_ood = data.split(y, (3, 4), 0.1, seed=0)
     assert not torch.isin(y[torch.cat([train, val, test_id])], torch.tensor([3, 4])).any()
     assert bool((y[test_ood] >= 3).all()) and test_ood.numel() == 200
-    assert len(set(torch.cat([train, val, test_id]).tolist())) == 300
+    ids = torch.cat([train, val, test_id]).tolist()
+    assert len(ids) == len(set(ids)) == 300  # disjoint: no test node is a validation node
 
 
 def test_bad_graphs_raise_clear_errors():

@@ -108,6 +108,20 @@ def test_gnnsafe_propagation_keeps_constants_and_matches_loop():
     assert torch.allclose(baselines.propagate_energy(e, g.edge_index, 2, 0.5), ref, atol=1e-5)
 
 
+def test_gnnsafe_propagation_at_alpha_08_matches_a_hand_computation():
+    """Path 0-1-2 plus isolated node 3, e = [1, 0, 3, 5], alpha = 0.8 (the self weight):
+    neighbour means [0, 2, 0, 0] give e1 = 0.8 e + 0.2 m = [0.8, 0.4, 2.4, 4.0]; its neighbour
+    means [0.4, 1.6, 0.4, 0] give e2 = [0.72, 0.64, 2.0, 3.2]. Swapping alpha and 1 - alpha
+    (invisible at alpha = 0.5) gives e1 = [0.2, 1.6, 0.6, 1.0]."""
+    edge_index = torch.tensor([[0, 1, 1, 2], [1, 0, 2, 1]])
+    e = torch.tensor([1.0, 0.0, 3.0, 5.0])
+    one = baselines.propagate_energy(e, edge_index, 1, 0.8)
+    assert torch.allclose(one, torch.tensor([0.8, 0.4, 2.4, 4.0]), atol=1e-6)
+    two = baselines.propagate_energy(e, edge_index, 2, 0.8)
+    assert torch.allclose(two, torch.tensor([0.72, 0.64, 2.0, 3.2]), atol=1e-6)
+    assert torch.equal(baselines.propagate_energy(e, edge_index, 0, 0.8), e)
+
+
 def test_energy_and_msp_scores_match_definitions():
     logits = torch.tensor([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
     ref = torch.log(torch.exp(logits / 2).sum(1)) * 2

@@ -14,12 +14,17 @@ from sklearn.metrics import roc_auc_score
 from degem import data
 from degem.config import ABLATIONS, PRESETS, validate
 from degem.degem import hop_features, normalized_adjacency
+from degem.results import load_safetensors, save_safetensors
 from degem.tracking import EpochTracker, auroc
 from degem.train import (
+    CONTROLS,
+    METHODS,
+    degem_outputs,
     evaluate,
     fit_degem,
     make_graphs,
     ood_metrics,
+    run_setting,
     train_and_evaluate,
     untrained_degem,
 )
@@ -31,11 +36,31 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):
     for m in ("DeGEM", "DeGEM@val", "DeGEM@test", "DeGEM[untrained]", "Oracle", "GNNSafe"):
         assert f"{m}/avg_auroc" in metrics, m
     assert all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    reloaded = evaluate(tiny, tmp_path / "run")  # the saved models, scored again
+    assert {f"{m}/avg_auroc" for m in (*METHODS, *CONTROLS)} <= set(reloaded)
+    assert reloaded == pytest.approx({k: metrics[k] for k in reloaded})
     trace = json.loads((tmp_path / "run" / "trace.json").read_text())
     assert len(trace["auroc_structure"]) == len(trace["p_ess"]) == tiny.epochs
     again = train_and_evaluate(tiny, tmp_path / "again")  # same seed, same numbers
     assert again == metrics
+
+
+def test_eval_scores_the_saved_models_not_the_saved_metrics(tiny, tmp_path):
+    """eval reads model.safetensors: change DeGEM's energy head there and its scores change."""
+    run = dataclasses.replace(tiny, epochs=2)
+    metrics = train_and_evaluate(run, tmp_path / "run")
+    path = tmp_path / "run" / "model.safetensors"
+    tensors = load_safetensors(path)
+    key = "first/degem/head.net.4.weight"
+    tensors[key] = -tensors[key]  # flips -E on the structure and feature shifts
+    save_safetensors(path, tensors)
+    again = evaluate(run, tmp_path / "run")
+    assert again["DeGEM/structure_auroc"] == pytest.approx(100 - metrics["DeGEM/structure_auroc"])
+    assert again["GNNSafe/avg_auroc"] == pytest.approx(metrics["GNNSafe/avg_auroc"])
+    del tensors["label/gcn/conv1.lin.weight"]
+    save_safetensors(path, tensors)
+    with pytest.raises(ValueError, match="model.safetensors: does not hold this run's models"):
+        evaluate(run, tmp_path / "run")
 
 
 def test_tracker_does_not_change_training_and_its_last_epoch_is_the_run(tiny, tmp_path):
@@ -65,6 +90,19 @@ def test_selection_rules_pick_their_epochs(tiny, tmp_path):
     val = np.asarray(trace["val_acc"]) + np.asarray(trace["val_proxy"])
     t = int(metrics["DeGEM@val/structure_epoch"]) - 1
     assert val[t] == val.max() and (val[t + 1 :] < val.max()).all()  # latest best epoch
+
+
+def test_latent_gauss_is_fitted_on_the_training_nodes_only(tiny):
+    """LatentGauss's Gaussian comes from DeGEM's embeddings of the training nodes, no test node."""
+    g, _, _ = make_graphs(tiny)
+    setting = run_setting(tiny, g, (), {}, None, degem_only=True)
+    train, _, test_id, _ = data.split(g.y, (), tiny.train_frac, tiny.seed)
+    z = degem_outputs(setting.trained["degem"], g)[2].double()
+    mean, precision = setting.trained["gauss"]
+    assert torch.allclose(mean, z[train].mean(0))
+    assert not torch.allclose(mean, z[test_id].mean(0), atol=1e-3)
+    cov = torch.cov(z[train].T) + 1e-3 * torch.eye(z.shape[1], dtype=z.dtype)
+    assert torch.allclose(precision @ cov, torch.eye(z.shape[1], dtype=z.dtype), atol=1e-6)
 
 
 def test_head_steps_update_only_the_energy_head(tiny):

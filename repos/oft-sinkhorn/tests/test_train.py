@@ -21,7 +21,11 @@ def test_smoke_writes_config_stages_and_finite_metrics(tiny, tmp_path):
         metrics
     )
     assert all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    reloaded = evaluate(tiny, tmp_path / "run")  # the saved flow, measured again
+    for key in ("optimum", "gap", "restored_gap", "capacity_violation"):
+        assert reloaded[key] == metrics[key], key
+    for key in ("residual", "node_excess"):  # the solver's own sums vs numpy's, same flow
+        assert reloaded[key] == pytest.approx(metrics[key], rel=1e-6, abs=1e-12), key
     stages = json.loads((tmp_path / "run" / "stages.json").read_text())
     assert [s["eps"] / 100 for s in stages] == pytest.approx(tiny.eps)  # netgen costs reach 100
     assert all(s["converged"] for s in stages) and metrics["converged"] == 1.0
@@ -29,10 +33,20 @@ def test_smoke_writes_config_stages_and_finite_metrics(tiny, tmp_path):
     assert flow.shape == (data.netgen_mcf(tiny.n, tiny.seed).n_arcs,)
 
 
-def test_corrupt_metrics_file_is_a_clear_error(tmp_path):
-    (tmp_path / "metrics.json").write_text("{not json")
-    with pytest.raises(ValueError, match="metrics.json is not valid JSON"):
-        evaluate(tmp_path)
+def test_eval_measures_the_saved_flow_and_names_a_bad_one(tiny, tmp_path):
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(tiny, run)
+    flow = np.load(run / "flow.npy")
+    np.save(run / "flow.npy", 2 * flow)  # twice the flow: twice the cost, out of balance
+    doubled = evaluate(tiny, run)
+    assert doubled["gap"] == pytest.approx(2 * metrics["gap"] + 1)
+    assert doubled["residual"] > 0.5
+    np.save(run / "flow.npy", flow[:-1])
+    with pytest.raises(ValueError, match="flow.npy: expected"):
+        evaluate(tiny, run)
+    (run / "flow.npy").write_bytes(b"not numpy")
+    with pytest.raises(ValueError, match="flow.npy: unreadable flow file"):
+        evaluate(tiny, run)
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):

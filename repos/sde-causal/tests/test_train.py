@@ -11,6 +11,7 @@ import pytest
 
 from sde_causal import sde, tuning
 from sde_causal.config import PRESETS, validate
+from sde_causal.results import atomic_write_json
 from sde_causal.train import METHODS, evaluate, load_records, train_and_evaluate
 
 
@@ -18,7 +19,7 @@ def test_smoke_run_is_complete_and_finite(tiny, tmp_path):
     cfg = dataclasses.replace(tiny, tune_reps=0)
     metrics = train_and_evaluate(cfg, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["n_paths"] == cfg.n_paths
-    assert evaluate(tmp_path / "run") == metrics
+    assert evaluate(cfg, tmp_path / "run") == metrics  # recomputed from the saved records
     n = max(cfg.n_grid)
     for m in METHODS:
         for key in ("type1", "power_drift", "power_diffusion", f"type1_n{n}"):
@@ -43,6 +44,13 @@ def test_smoke_run_is_complete_and_finite(tiny, tmp_path):
         "graph_hidden",
     }
     assert {r["family"] for r in records if r["kind"] == "graph"} == set(sde.FAMILIES)
+    # eval reads the records, not metrics.json: reject every null and SigKer-CI's type-I is 1
+    for r in records:
+        if r["kind"] == "type1":
+            r["p"]["SigKer-CI"] = 0.0
+    atomic_write_json(tmp_path / "run" / "records.json", records)
+    again = evaluate(cfg, tmp_path / "run")
+    assert again["SigKer-CI/type1"] == 1.0 and again["KCI-flat/type1"] == metrics["KCI-flat/type1"]
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

@@ -9,7 +9,6 @@ that the same check is run on. Epoch times come from the same run.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from pathlib import Path
 
@@ -20,14 +19,9 @@ import torch.nn.functional as F
 from . import baselines, data, figures
 from .config import ABLATIONS, Config
 from .degem import DeGEM, hop_features, normalized_adjacency
-from .results import (
-    atomic_write_json,
-    claim,
-    fmt_interval,
-    paired_interval,
-    results_document,
-    summarize,
-)
+from .results import claim, paired_interval, read_json, results_document, summarize, write_results
+from .runtime import results_dir_of
+from .stats import fmt_interval
 from .tracking import radial_analysis, trace_summary
 from .train import CONTROLS, METHODS, SELECTED, resolve, train_and_evaluate
 
@@ -279,7 +273,7 @@ def _run(cfg: Config, gr: str, seed: int, workdir: Path, **overrides) -> tuple[d
     h, pattern = GRAPHS[gr]
     run_cfg = dataclasses.replace(cfg, seed=seed, homophily=h, pattern=pattern, **overrides)
     out = train_and_evaluate(run_cfg, workdir, degem_only=bool(overrides))
-    return out, json.loads((workdir / "trace.json").read_text())
+    return out, read_json(workdir / "trace.json", "run trace")
 
 
 def _ablation_seeds(cfg: Config, name: str) -> tuple[int, ...]:
@@ -313,12 +307,12 @@ def _performance(cfg: Config, times: dict) -> list[dict]:
 
 
 def run_bench(cfg: Config) -> dict:
-    """Run the preset, write results/<name>.json and its figures, return the document."""
+    """Run the preset, write <results-dir>/<name>.json and its figures, return the document."""
     if cfg.graph_file:
         raise ValueError("bench runs the generated graphs; use `degem train --graph-file` instead")
     cfg = resolve(cfg)
     start = time.perf_counter()
-    runs, res = Path(cfg.out), Path(cfg.results_dir)
+    runs = Path(cfg.out)
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     per_method: dict[str, dict[str, list[float]]] = {m: {} for m in TABLE_METHODS}
     per_method["graph"] = {}
@@ -342,17 +336,17 @@ def run_bench(cfg: Config) -> dict:
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     times = epoch_times(cfg)
     ablated = ["DeGEM", *(ablation_name(n) for n in cfg.ablations)]
-    figures.plot_auroc(
-        metrics, GRAPHS, ["DeGEM", "DeGEM@test", "LatentGauss", "GNNSafe", "Energy", "Oracle"],
-        res / "figures" / f"{prefix}auroc.png",
-    )  # fmt: skip
+    figs = {
+        f"{prefix}auroc.png": figures.plot_auroc(
+            metrics, GRAPHS, ["DeGEM", "DeGEM@test", "LatentGauss", "GNNSafe", "Energy", "Oracle"]
+        ),
+        f"{prefix}selection.png": figures.plot_selection(metrics, list(GRAPHS)),
+        f"{prefix}mechanism.png": figures.plot_mechanism(traces),
+    }
     if cfg.ablations and ablation_seeds:
-        figures.plot_ablation(
-            metrics, ablated, list(ABLATION_GRAPHS), len(ablation_seeds),
-            res / "figures" / f"{prefix}ablation.png",
-        )  # fmt: skip
-    figures.plot_selection(metrics, list(GRAPHS), res / "figures" / f"{prefix}selection.png")
-    figures.plot_mechanism(traces, res / "figures" / f"{prefix}mechanism.png")
+        figs[f"{prefix}ablation.png"] = figures.plot_ablation(
+            metrics, ablated, list(ABLATION_GRAPHS), len(ablation_seeds)
+        )
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, compute_claims(metrics),
         time.perf_counter() - start, cfg.device, _performance(cfg, times),
@@ -392,5 +386,5 @@ def run_bench(cfg: Config) -> dict:
         },
     }
     doc["diagnostics"]["radial"] = radial_analysis(metrics, ABLATION_GRAPHS, GRAPHS)
-    atomic_write_json(res / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figs)
     return doc

@@ -1,12 +1,9 @@
-"""The benchmark's figures (matplotlib, headless), written atomically as PNG."""
+"""The benchmark's figures (matplotlib, headless); bench writes them with its JSON
+(results.write_results)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
-
-from .results import save_figure
 
 SHIFTS = ("structure", "feature", "label")
 
@@ -37,7 +34,7 @@ def _bars(ax, metrics: dict, methods: list[str], graph: str, n_seeds: int | None
     ax.axhline(50, color="grey", lw=0.8, ls="--")
 
 
-def plot_auroc(metrics: dict, graphs: dict, methods: list[str], path: Path) -> None:
+def plot_auroc(metrics: dict, graphs: dict, methods: list[str]):
     """AUROC per shift and method, one panel per graph (mean and std over seeds)."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(graphs), figsize=(4.6 * len(graphs), 3.6), sharey=True)
@@ -46,11 +43,10 @@ def plot_auroc(metrics: dict, graphs: dict, methods: list[str], path: Path) -> N
         ax.set_title(f"{gr} (h={h}, {pattern})", fontsize=9)
     axes[0].set_ylabel("AUROC (%)")
     axes[-1].legend(fontsize=6, loc="lower right")
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def plot_ablation(metrics: dict, names: list[str], graphs: list[str], n_seeds: int, path) -> None:
+def plot_ablation(metrics: dict, names: list[str], graphs: list[str], n_seeds: int):
     """DeGEM's AUROC per shift for the default and every ablation, on the ablation seeds."""
     plt = _plt()
     fig, axes = plt.subplots(1, len(graphs), figsize=(5.2 * len(graphs), 3.6), sharey=True)
@@ -59,11 +55,10 @@ def plot_ablation(metrics: dict, names: list[str], graphs: list[str], n_seeds: i
         ax.set_title(f"DeGEM variants, {gr}, first {n_seeds} seed(s), last epoch", fontsize=9)
     np.atleast_1d(axes)[0].set_ylabel("AUROC (%)")
     np.atleast_1d(axes)[-1].legend(fontsize=6, loc="lower right")
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def plot_selection(metrics: dict, graphs: list[str], path: Path) -> None:
+def plot_selection(metrics: dict, graphs: list[str]):
     """Average AUROC of DeGEM by model-selection rule, beside GNNSafe and the oracle."""
     plt = _plt()
     names = ["DeGEM", "DeGEM@val", "DeGEM@test", "GNNSafe", "Energy", "Oracle"]
@@ -86,11 +81,10 @@ def plot_selection(metrics: dict, graphs: list[str], path: Path) -> None:
     ax.set_ylabel("average AUROC over 3 shifts (%)")
     ax.set_title("DeGEM by epoch-selection rule (@test leaks test OOD labels)", fontsize=9)
     ax.legend(fontsize=7, ncol=2)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def plot_mechanism(traces: dict, path: Path) -> None:
+def plot_mechanism(traces: dict):
     """Per-epoch traces of DeGEM variants (columns: graphs; rows: what is traced).
 
     traces: graph -> variant name -> trace dict (tracking.EpochTracker.log + auroc curves).
@@ -124,5 +118,4 @@ def plot_mechanism(traces: dict, path: Path) -> None:
                 ax.set_title(f"{gr}, seed 0, after every epoch", fontsize=9)
         axes[-1, col].set_xlabel("epoch")
     axes[0, -1].legend(fontsize=6)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig

@@ -8,14 +8,14 @@ generative oracle (the true ID likelihood), and DistToReadout (minus the distanc
 its readout c: the radial score an energy learnt from far-away SGLD samples reduces to). Headline numbers never see OOD data: the GCN keeps its
 best validation-accuracy epoch and DeGEM its last epoch; DeGEM@val and DeGEM@test are the same
 training run with the epoch picked on ID validation data or, as the official main.py does, on test
-OOD AUROC (tracking.select_epochs).
+OOD AUROC (tracking.select_epochs). The trained models go to workdir/model.safetensors; `evaluate`
+rebuilds the graphs from the saved config, loads them and scores every method again.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -25,10 +25,11 @@ import torch.nn.functional as F
 from sklearn.metrics import average_precision_score, roc_auc_score, roc_curve
 from tqdm import tqdm
 
-from . import baselines, data
+from . import baselines, checkpoint, data
 from .config import Config, validate
 from .degem import DeGEM, hop_features, normalized_adjacency
-from .results import atomic_write_json
+from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
+from .runtime import resolve_device
 from .tracking import EpochTracker, select_epochs
 
 METHODS = ("DeGEM", "DeGEM+prop", "LatentGauss", "GNNSafe", "Energy", "MSP")
@@ -36,6 +37,9 @@ SELECTED = ("DeGEM@val", "DeGEM@test")  # DeGEM's -E at the epoch another rule p
 CONTROLS = ("DeGEM[untrained]", "Oracle", "DistToReadout")  # control, oracle, diagnostic
 DEGEM_BASED = ("DeGEM", "DeGEM+prop", "LatentGauss", "DeGEM[untrained]", "DistToReadout")
 SHIFTS = ("structure", "feature", "label")
+MODEL_FILE = "model.safetensors"
+# Fields eval takes from its own command line; the run's config.json decides every other one.
+CALLER_FIELDS = ("device", "out", "results_dir", "quiet", "name", "partial_out", "merge")
 
 
 def _np(a) -> np.ndarray:
@@ -164,7 +168,38 @@ class Setting:
     test_id: torch.Tensor
     test_ood: torch.Tensor
     acc: dict[str, float]
-    tracker: EpochTracker
+    tracker: EpochTracker | None
+    trained: dict  # degem, gauss, gcn, mlp: what train saves and eval loads
+
+
+def setting_graphs(cfg: Config, g: data.Graph, ood_classes, shifted: dict):
+    """The split of g's nodes, its ID classes, and g and its shifted copies relabelled to them."""
+    nodes = data.split(g.y, ood_classes, cfg.train_frac, cfg.seed)
+    id_classes = [c for c in range(cfg.n_classes) if c not in ood_classes]
+    remap = torch.full((cfg.n_classes,), -1, dtype=torch.long, device=g.y.device)
+    remap[id_classes] = torch.arange(len(id_classes), device=g.y.device)
+    graphs = {k: dataclasses.replace(v, y=remap[g.y]) for k, v in {"id": g, **shifted}.items()}
+    return nodes, id_classes, graphs
+
+
+def score_setting(
+    cfg: Config, g: data.Graph, ood_classes, shifted: dict, oracle_params, trained: dict,
+    tracker: EpochTracker | None = None,
+) -> Setting:  # fmt: skip
+    """Every method's scores on g and its shifted copies from trained models (degem, gauss, gcn,
+    mlp; gcn and mlp None for a DeGEM-only run), with the untrained control and the oracle."""
+    (_, _, test_id, test_ood), id_classes, graphs = setting_graphs(cfg, g, ood_classes, shifted)
+    models = {
+        **trained,
+        "untrained": untrained_degem(cfg, g.x.shape[1], len(id_classes), g.x.device),
+        "oracle": None
+        if oracle_params is None
+        else lambda gr: data.generative_score(gr, g.y, *oracle_params, id_classes),
+    }
+    out = {k: all_scores(cfg, models, v) for k, v in graphs.items()}
+    g_id = graphs["id"]
+    acc = {k: _accuracy(v[test_id], g_id.y[test_id]) for k, v in out["id"][1].items()}
+    return Setting({k: v[0] for k, v in out.items()}, test_id, test_ood, acc, tracker, trained)
 
 
 def run_setting(
@@ -172,11 +207,7 @@ def run_setting(
 ) -> Setting:
     """Train every model (only DeGEM with degem_only) on the ID part of g, tracking DeGEM on g
     and its shifted copies."""
-    train, val, test_id, test_ood = data.split(g.y, ood_classes, cfg.train_frac, cfg.seed)
-    id_classes = [c for c in range(cfg.n_classes) if c not in ood_classes]
-    remap = torch.full((cfg.n_classes,), -1, dtype=torch.long, device=g.y.device)
-    remap[id_classes] = torch.arange(len(id_classes), device=g.y.device)
-    graphs = {k: dataclasses.replace(v, y=remap[g.y]) for k, v in {"id": g, **shifted}.items()}
+    (train, val, test_id, _), id_classes, graphs = setting_graphs(cfg, g, ood_classes, shifted)
     g_id = graphs["id"]
     hops = {
         k: hop_features(v.x, normalized_adjacency(v.edge_index, v.n), cfg.hops, cfg.beta)
@@ -185,20 +216,14 @@ def run_setting(
     tracker = EpochTracker(hops, {"train": train, "val": val, "test": test_id}, g_id.y, cfg.seed)
     degem = fit_degem(cfg, g_id, train, len(id_classes), on_epoch=tracker)
     no_edges = dataclasses.replace(g_id, edge_index=g_id.edge_index[:, :0])
-    models = {
+    trained = {
         "degem": degem,
-        "untrained": untrained_degem(cfg, g.x.shape[1], len(id_classes), g.x.device),
         "gauss": baselines.gaussian_fit(degem_outputs(degem, g_id)[2][train]),
         "gcn": None if degem_only else fit_gcn(cfg, g_id, train, val, len(id_classes)),
         # the same GCN without edges: a feature-only MLP, for the ID accuracy it reaches
         "mlp": None if degem_only else fit_gcn(cfg, no_edges, train, val, len(id_classes)),
-        "oracle": None
-        if oracle_params is None
-        else lambda gr: data.generative_score(gr, g.y, *oracle_params, id_classes),
     }
-    out = {k: all_scores(cfg, models, v) for k, v in graphs.items()}
-    acc = {k: _accuracy(v[test_id], g_id.y[test_id]) for k, v in out["id"][1].items()}
-    return Setting({k: v[0] for k, v in out.items()}, test_id, test_ood, acc, tracker)
+    return score_setting(cfg, g, ood_classes, shifted, oracle_params, trained, tracker)
 
 
 def make_graphs(cfg: Config):
@@ -234,18 +259,47 @@ def make_graphs(cfg: Config):
 
 
 def resolve(cfg: Config) -> Config:
-    """Validate cfg; with a graph file, take n_classes from its labels first."""
+    """Validate cfg; with a graph file, take n_classes from its labels first; 'auto' device."""
     if cfg.graph_file:
         n_classes = int(data.load_npz(cfg.graph_file).y.max()) + 1
         cfg = dataclasses.replace(cfg, n_classes=n_classes)
-    return validate(cfg)
+    return dataclasses.replace(validate(cfg), device=resolve_device(cfg.device))
+
+
+def ood_table(g: data.Graph, shifts, first: Setting, label: Setting) -> dict[str, float]:
+    """'<method>/<shift>_<metric>', id_acc and avg_auroc of every scored method, and the graph's
+    homophily and GCN / MLP accuracies; `shifts` are the graphs of `first` besides 'id'."""
+    where = _where(shifts, first, label)
+    metrics: dict[str, float] = {
+        "graph/edge_homophily": data.edge_homophily(g.edge_index, g.y),
+    }
+    if "GCN" in first.acc:
+        metrics["graph/gcn_acc"], metrics["graph/mlp_acc"] = first.acc["GCN"], first.acc["MLP"]
+    methods = list(first.scores["id"])
+    for m in methods:
+        for shift, (st, gi, ni, go, no) in where.items():
+            pair = (st.scores[gi][m][ni], st.scores[go][m][no])
+            for key, val in ood_metrics(*pair).items():
+                metrics[f"{m}/{shift}_{key}"] = val
+        metrics[f"{m}/id_acc"] = first.acc["DeGEM" if m in DEGEM_BASED else "GCN"]
+    for m in methods:
+        metrics[f"{m}/avg_auroc"] = float(np.mean([metrics[f"{m}/{s}_auroc"] for s in SHIFTS]))
+    return metrics
+
+
+def _where(shifts, first: Setting, label: Setting) -> dict:
+    """shift -> (setting, ID graph, ID nodes, OOD graph, OOD nodes) of its AUROC."""
+    where = {s: (first, "id", first.test_id, s, first.test_id) for s in shifts}
+    where["label"] = (label, "id", label.test_id, "id", label.test_ood)
+    return where
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path, degem_only: bool = False) -> dict:
     """All methods on one graph and seed; returns flat '<method>/<metric>' numbers.
 
-    degem_only skips the GCN baselines (the bench's DeGEM ablations). Also writes
-    workdir/trace.json: DeGEM's per-epoch log and AUROC curves (diagnostics).
+    degem_only skips the GCN baselines (the bench's DeGEM ablations). Writes workdir/config.json
+    first, then model.safetensors (every trained model), trace.json (DeGEM's per-epoch log and
+    AUROC curves, diagnostics) and metrics.json.
     """
     cfg = resolve(cfg)
     workdir = Path(workdir)
@@ -254,20 +308,9 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, degem_only: bool = Fals
     g, shifted, oracle = make_graphs(cfg)
     first = run_setting(cfg, g, (), shifted, oracle, degem_only)
     label = run_setting(cfg, g, tuple(cfg.ood_classes), {}, oracle, degem_only)
-    where = {s: (first, "id", first.test_id, s, first.test_id) for s in shifted}
-    where["label"] = (label, "id", label.test_id, "id", label.test_ood)
-    methods = list(first.scores["id"])
-    metrics: dict[str, float] = {
-        "graph/edge_homophily": data.edge_homophily(g.edge_index, g.y),
-    }
-    if not degem_only:
-        metrics["graph/gcn_acc"], metrics["graph/mlp_acc"] = first.acc["GCN"], first.acc["MLP"]
-    for m in methods:
-        for shift, (st, gi, ni, go, no) in where.items():
-            pair = (st.scores[gi][m][ni], st.scores[go][m][no])
-            for key, val in ood_metrics(*pair).items():
-                metrics[f"{m}/{shift}_{key}"] = val
-        metrics[f"{m}/id_acc"] = first.acc["DeGEM" if m in DEGEM_BASED else "GCN"]
+    save_safetensors(workdir / MODEL_FILE, checkpoint.tensors_of(first.trained, label.trained))
+    metrics = ood_table(g, shifted, first, label)
+    where = _where(shifted, first, label)
     sel = {
         "first": select_epochs(first.tracker, {s: w[1:] for s, w in where.items() if s != "label"}),
         "label": select_epochs(label.tracker, {"label": where["label"][1:]}),
@@ -283,7 +326,6 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, degem_only: bool = Fals
         metrics[f"{m}/id_acc"] = first.tracker.log["test_acc"][
             sel["first"]["epochs"]["structure"][rule]
         ]
-    for m in (*methods, *SELECTED):
         metrics[f"{m}/avg_auroc"] = float(np.mean([metrics[f"{m}/{s}_auroc"] for s in SHIFTS]))
     log = first.tracker.log
     metrics["DeGEM/diag_p_ess"] = log["p_ess"][-1]
@@ -299,9 +341,22 @@ def train_and_evaluate(cfg: Config, workdir: str | Path, degem_only: bool = Fals
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Load the models a previous `train` saved in workdir, rebuild its graphs from its
+    config.json (generated data is a function of the seed) and score every method again.
+
+    Returns the same '<method>/<metric>' numbers as train for every method and control scored
+    by the final models; DeGEM@val / DeGEM@test pick an epoch from training's per-epoch trace, so
+    only train reports them (and the diagnostics). cfg gives the device; the rest is the run's.
+    """
+    workdir = Path(workdir)
+    saved = read_config(workdir / "config.json", Config, validate)
+    run_cfg = dataclasses.replace(saved, **{k: getattr(cfg, k) for k in CALLER_FIELDS})
+    tensors = load_safetensors(workdir / MODEL_FILE)
+    g, shifted, oracle = make_graphs(run_cfg)
+    settings = {}
+    for name, ood, shifts in (("first", (), shifted), ("label", tuple(run_cfg.ood_classes), {})):
+        n_id = run_cfg.n_classes - len(set(ood))
+        trained = checkpoint.load(tensors, name, run_cfg, g.x.shape[1], n_id, workdir / MODEL_FILE)
+        settings[name] = score_setting(run_cfg, g, ood, shifts, oracle, trained)
+    return ood_table(g, shifted, settings["first"], settings["label"])

@@ -1,15 +1,14 @@
 """The benchmark: POT on bipartite graphs, solver tuning on validation instances, the sweep of
 families x sizes x seeds, the side-by-side solver comparison, negative controls and timing rows;
-then claims (claims.py), figures, and results/<preset>.json."""
+then claims (claims.py), figures, and <results-dir>/<preset>.json (runs/<preset>/ unless
+--results-dir says otherwise)."""
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -18,7 +17,8 @@ from tqdm import tqdm
 from . import baselines, data, solvers
 from .claims import CAPPED_ITER, compute_claims, figures, performance
 from .config import SOLVERS, Config, validate
-from .results import atomic_write_json, results_document, summarize
+from .results import read_json, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
 from .train import EXACT_NAMES, evaluate_instance, exact_reference, generate, solve, stage_metrics
 
 PAPER = "oft-sinkhorn"
@@ -214,7 +214,8 @@ def collect_metrics(cfg, table, compared, controlled, pot_runs) -> dict[str, dic
 
 
 def run_bench(cfg: Config) -> dict:
-    validate(cfg)
+    """Run the preset, write <results-dir>/<name>.json and its figures; the document as read back."""
+    cfg = dataclasses.replace(validate(cfg), device=resolve_device(cfg.device))
     start = time.perf_counter()
     pot_runs = [pot_comparison(cfg, seed) for seed in cfg.seeds]
     tuning = tune(cfg) if cfg.tune else {"chosen": {s: {} for s in SOLVERS}}
@@ -223,7 +224,6 @@ def run_bench(cfg: Config) -> dict:
     table = sweep(tuned, references)
     compared = compare(cfg, tuning["chosen"], references)
     controlled = controls(tuned, references)
-    folder = Path(cfg.results_dir)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -237,6 +237,6 @@ def run_bench(cfg: Config) -> dict:
     doc["tuning"] = tuning | {"solver": cfg.solver}
     doc["config"] = dataclasses.asdict(tuned)
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
-    figures(tuned, table, compared, folder / "figures", prefix)
-    atomic_write_json(folder / f"{cfg.name}.json", doc)
-    return json.loads((folder / f"{cfg.name}.json").read_text())  # as a reader sees it
+    figs = figures(tuned, table, compared, prefix)
+    path = write_results(results_dir_of(cfg), cfg.name, doc, figs)
+    return read_json(path, "results file")  # as a reader sees it

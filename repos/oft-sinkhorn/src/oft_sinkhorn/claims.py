@@ -3,8 +3,6 @@ that does), performance rows with units, and the figures; all computed from meas
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -14,7 +12,7 @@ import scipy.stats
 from matplotlib.ticker import NullFormatter
 
 from .config import SOLVERS, Config
-from .results import claim, save_figure
+from .results import claim
 from .train import EXACT_NAMES
 
 POT_TOL = 1e-6  # fails if max |P_ours - P_POT| >= 1e-6 on any seed
@@ -265,7 +263,9 @@ def performance(cfg: Config, table, compared) -> list[dict]:
     return rows
 
 
-def figures(cfg: Config, table, compared, folder: Path, prefix: str = "") -> None:
+def figures(cfg: Config, table, compared, prefix: str = "") -> dict:
+    """The benchmark's figures: file name (prefixed by `prefix`) -> matplotlib figure."""
+    out = {}
     families = list(cfg.families)
     fig, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4), sharey=True)
     for ax, family in zip(np.atleast_1d(axes), families):
@@ -278,7 +278,7 @@ def figures(cfg: Config, table, compared, folder: Path, prefix: str = "") -> Non
         ax.set(title=family, xlabel="eps / max cost")
     np.atleast_1d(axes)[0].set_ylabel("gap of the restored flow (mean over seeds)")
     np.atleast_1d(axes)[0].legend(fontsize=8)
-    save_figure(fig, folder / f"{prefix}gap_vs_eps.png")
+    out[f"{prefix}gap_vs_eps.png"] = fig
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.4), sharey=True)
     for ax, family in zip(axes, ("uniform", "netgen")):
         sizes = sorted(n for f, n in table if f == family)
@@ -295,7 +295,7 @@ def figures(cfg: Config, table, compared, folder: Path, prefix: str = "") -> Non
     drawn = [ax for ax in axes if ax.get_legend_handles_labels()[0]]
     if drawn:
         drawn[0].legend(fontsize=8)
-    save_figure(fig, folder / f"{prefix}time_vs_n.png")
+    out[f"{prefix}time_vs_n.png"] = fig
     fig, axes = plt.subplots(1, len(cfg.compare_families), figsize=(4.2 * 2, 3.4), sharey=True)
     for ax, family in zip(np.atleast_1d(axes), cfg.compare_families):
         for solver in SOLVERS:
@@ -307,5 +307,5 @@ def figures(cfg: Config, table, compared, folder: Path, prefix: str = "") -> Non
         ax.set(title=f"{family}, N={cfg.compare_n}", xlabel="eps / max cost")
     np.atleast_1d(axes)[0].set_ylabel("iterations to tol (mean over seeds)")
     np.atleast_1d(axes)[0].legend(fontsize=8)
-    save_figure(fig, folder / f"{prefix}solvers.png")
-    plt.close("all")
+    out[f"{prefix}solvers.png"] = fig
+    return out

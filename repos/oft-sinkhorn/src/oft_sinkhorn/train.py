@@ -2,13 +2,14 @@
 solvers, and measure the gap, the balance residual and the capacity violation of every eps stage.
 
 "Training" here is solving: OFT-Sinkhorn has no learned parameters, only potentials per instance.
+What `train` saves is the solution, the flow on every arc of the last eps stage (flow.npy);
+`evaluate` reloads it with the run's instance and measures it against the exact optimum again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import io
-import json
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +17,12 @@ import torch
 
 from . import baselines, data, eoft, solvers
 from .config import Config, validate
-from .results import atomic_write_bytes, atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, read_config
+from .runtime import resolve_device
 
 EXACT_NAMES = {"ortools": "OR-Tools", "networkx": "networkx", "highs": "HiGHS"}
+# Fields eval takes from its own command line; the run's config.json decides every other one.
+CALLER_FIELDS = ("device", "out", "results_dir", "quiet", "name", "partial_out", "merge")
 
 
 def generate(family: str, n: int, seed: int, degree: int, node_share: float = 0.5) -> data.Instance:
@@ -126,6 +130,21 @@ def stage_metrics(inst: data.Instance, stages: list[eoft.Stage], eps, optimum: f
     return metrics
 
 
+def flow_metrics(inst: data.Instance, flow: np.ndarray, optimum: float) -> dict[str, float]:
+    """A flow per arc against the optimum: signed gap, gap of its feasibility-restored flow,
+    balance residual, node-capacity excess (both relative to ||s||_1) and capacity violation."""
+    gap = lambda cost: (cost - optimum) / abs(optimum)
+    inflow = np.bincount(inst.head, weights=flow, minlength=inst.n)
+    excess = np.maximum(inflow - inst.node_capacity, 0.0)[np.isfinite(inst.node_capacity)]
+    return {
+        "gap": gap(float(flow @ inst.cost)),
+        "restored_gap": gap(baselines.restore_feasibility(inst, flow).cost),
+        "residual": eoft.balance_residual(inst, flow),
+        "node_excess": float(excess.sum() / np.abs(inst.supply).sum()),
+        "capacity_violation": eoft.capacity_violation(inst, flow),
+    }
+
+
 def evaluate_instance(inst: data.Instance, cfg: Config, reference: dict | None = None) -> dict:
     """Exact reference (computed unless given), then OFT-Sinkhorn's stages measured against it."""
     reference = exact_reference(inst) if reference is None else reference
@@ -143,7 +162,7 @@ def stage_table(stages: list[eoft.Stage]) -> list[dict]:
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Solve cfg's instance; writes workdir/config.json first, then metrics.json, stages.json
     (one row per eps stage) and flow.npy (the last stage's flow per arc)."""
-    validate(cfg)
+    cfg = dataclasses.replace(validate(cfg), device=resolve_device(cfg.device))
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
@@ -159,12 +178,25 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the flow a previous `train` saved in workdir, rebuild its instance from its
+    config.json (generated instances are a function of the seed; a DIMACS file is read again) and
+    measure the flow against the exact optimum: flow_metrics plus the exact reference."""
+    workdir = Path(workdir)
+    saved = read_config(workdir / "config.json", Config, validate)
+    run_cfg = dataclasses.replace(saved, **{k: getattr(cfg, k) for k in CALLER_FIELDS})
+    flow_path = workdir / "flow.npy"
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc.msg}); re-run `train`") from None
+        flow = np.load(flow_path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ValueError(f"{flow_path}: no such flow file; run `train` again") from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise ValueError(f"{flow_path}: unreadable flow file ({exc}); run `train` again") from None
+    inst = load_instance(run_cfg)
+    if flow.shape != (inst.n_arcs,) or not np.all(np.isfinite(flow)):
+        raise ValueError(
+            f"{flow_path}: expected {inst.n_arcs} finite arc flows of the run's instance, "
+            f"got shape {flow.shape}"
+        )
+    reference = exact_reference(inst)
+    return reference | flow_metrics(inst, flow, reference["optimum"])

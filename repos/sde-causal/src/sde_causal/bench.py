@@ -14,7 +14,8 @@ import numpy as np
 from . import sde, sigkernel, stats, tuning
 from .config import Config
 from .figures import make_figures
-from .results import atomic_write_json, claim, results_document, summarize
+from .results import claim, results_document, summarize, write_results
+from .runtime import results_dir_of
 from .train import (
     CI_KINDS,
     CONTROLS,
@@ -280,7 +281,8 @@ def _pool_map(workers: int):
 
 
 def run_bench(cfg: Config) -> dict:
-    """Tune once on validation null data, run every seed, write results/<name>.json + figures."""
+    """Tune once on validation null data, run every seed, write <results-dir>/<name>.json and
+    its figures."""
     start = time.perf_counter()
     pool, map_fn = _pool_map(cfg.workers)
     try:
@@ -303,7 +305,7 @@ def run_bench(cfg: Config) -> dict:
     summary = pooled(records, run_cfg)
     performance = [row for n in cfg.pysiglib_sizes for row in time_grams(n, cfg, cfg.seeds[0])]
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
-    make_figures(metrics, summary, tuned, run_cfg, Path(cfg.results_dir) / "figures", prefix)
+    figs = make_figures(metrics, summary, tuned, run_cfg, prefix)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -316,5 +318,5 @@ def run_bench(cfg: Config) -> dict:
     )
     doc["tuning"] = tuned
     doc["pooled"] = summary
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figs)
     return doc

@@ -1,5 +1,6 @@
-"""Benchmark figures (PNG, headless): CI-test rates, power curves against n, SHD per family,
-the tuning grids. A preset other than quick prefixes every name (`paper-ci_tests.png`)."""
+"""Benchmark figures (headless): CI-test rates, power curves against n, SHD per family, the
+tuning grids, returned for bench to write with its JSON (results.write_results). A preset other
+than quick prefixes every name (`paper-ci_tests.png`). `graph_figure` saves discover's graph."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def _plt():
     return plt
 
 
-def ci_rates(metrics: dict, cfg: Config, path: Path) -> None:
+def ci_rates(metrics: dict, cfg: Config):
     """Bars of raw rejection rates at the largest n (and on irregular grids), mean +- std over seeds."""
     plt = _plt()
     grids = [("", f"regular grid, n={max(cfg.n_grid)}")]
@@ -55,11 +56,10 @@ def ci_rates(metrics: dict, cfg: Config, path: Path) -> None:
                 ax.axhline(TYPE1_MAX, color="r", ls=":", lw=1)
             ax.set_ylim(0, 1.05)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def power_curves(summary: dict, cfg: Config, path: Path) -> None:
+def power_curves(summary: dict, cfg: Config):
     """Type-I error and size-adjusted power against n, pooled over seeds (Wilson 95% bars)."""
     plt = _plt()
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
@@ -95,11 +95,10 @@ def power_curves(summary: dict, cfg: Config, path: Path) -> None:
         ax.set_title(title)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def shd_by_family(metrics: dict, path: Path) -> None:
+def shd_by_family(metrics: dict):
     """Mean SHD per family (seeds' mean +- std), oracle and empty-graph rows; hidden variables."""
     plt = _plt()
     names = GRAPH_METHODS + GRAPH_REFERENCES
@@ -128,16 +127,16 @@ def shd_by_family(metrics: dict, path: Path) -> None:
         ax.bar(cols, [v["mean"] for v in vals], yerr=[v["std"] for v in vals], color="tab:green")
         ax.set_title("4-5 observed + hidden variables\n(SHD to the induced graph)")
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
-def tuning_grids(tuned: dict, path: Path) -> None:
-    """Validation type-I error and KS distance over each method's grid; the chosen value ringed."""
+def tuning_grids(tuned: dict):
+    """Validation type-I error and KS distance over each method's grid, the chosen value ringed;
+    None without tuning (tune_reps 0)."""
     plt = _plt()
     methods = [m for m, r in tuned["methods"].items() if "grid" in r]
     if not methods:
-        return
+        return None
     fig, axes = plt.subplots(1, len(methods), figsize=(3.2 * len(methods), 3.4), squeeze=False)
     for ax, m in zip(axes[0], methods):
         rec = tuned["methods"][m]
@@ -152,18 +151,20 @@ def tuning_grids(tuned: dict, path: Path) -> None:
         ax.set_ylim(0, 1)
     axes[0, 0].legend(fontsize=7)
     fig.tight_layout()
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def make_figures(
-    metrics: dict, summary: dict, tuned: dict, cfg: Config, figdir: Path, prefix: str = ""
-) -> None:
-    """Every benchmark figure into figdir, names prefixed by `prefix`."""
-    ci_rates(metrics, cfg, figdir / f"{prefix}ci_tests.png")
-    power_curves(summary, cfg, figdir / f"{prefix}power_vs_n.png")
-    shd_by_family(metrics, figdir / f"{prefix}shd.png")
-    tuning_grids(tuned, figdir / f"{prefix}tuning.png")
+    metrics: dict, summary: dict, tuned: dict, cfg: Config, prefix: str = ""
+) -> dict[str, object]:
+    """Every benchmark figure: file name (prefixed by `prefix`) -> matplotlib figure."""
+    figs = {
+        f"{prefix}ci_tests.png": ci_rates(metrics, cfg),
+        f"{prefix}power_vs_n.png": power_curves(summary, cfg),
+        f"{prefix}shd.png": shd_by_family(metrics),
+        f"{prefix}tuning.png": tuning_grids(tuned),
+    }
+    return {name: fig for name, fig in figs.items() if fig is not None}
 
 
 def graph_figure(names: list[str], graph: np.ndarray, pmax: np.ndarray, path: Path) -> None:

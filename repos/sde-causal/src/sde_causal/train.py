@@ -11,13 +11,14 @@ Experiments (paper Sec. 4 at CPU scale), each data set one job with its own seed
 - partial observation: DAGs with `n_hidden` variables dropped, SHD against the induced graph
   on the observed ones (`shd_hidden`, a hidden common cause counted as `<->`).
 Every method runs with its hyperparameter chosen on validation null data (`tuning.py`). Each
-job's p-values / SHDs are written to records.json; the metrics are computed from them.
+job's p-values / SHDs are written to records.json; the metrics are computed from them, by `train`
+and again by `evaluate` (a run has no model to reload: its outputs are the tuned hyperparameters
+and the test results on every data set).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections.abc import Callable
 from functools import partial
@@ -29,7 +30,7 @@ from tqdm import tqdm
 from . import baselines, discovery, sde, stats, tuning
 from .config import Config, validate
 from .data import EDGE, NULL_TRIPLES, hidden_variables, make_data
-from .results import atomic_write_json
+from .results import atomic_write_json, read_config, read_json
 
 METHODS = ("SigKer-CI", "KCI-flat", "ParCorr-incr", "Granger", "PCMCI")
 CONTROLS = ("SigKer-CI no-cond", "SigKer-CI shuffled")  # negative controls of the CI claims
@@ -37,6 +38,8 @@ GRAPH_METHODS = ("SigKer-CI", "Granger", "PCMCI")
 GRAPH_REFERENCES = ("oracle", "empty")  # upper bound (CI oracle) and floor (no edge)
 CI_KINDS = ("type1", "power_drift", "power_diffusion")
 RIDGE_SENSITIVITY_MAX_N = 100  # the review measured the ridge's effect at n = 100
+# Fields eval takes from its own command line; the run's config.json decides every other one.
+CALLER_FIELDS = ("device", "out", "results_dir", "quiet", "name", "partial_out", "merge", "workers")
 
 
 def jobs(cfg: Config) -> list[tuple]:
@@ -211,12 +214,28 @@ def _run_indexed(cfg: Config, todo: list[tuple], k: int) -> dict:
 
 def load_records(workdir: str | Path) -> list[dict]:
     """The job records a previous `train` wrote into workdir."""
-    return json.loads((Path(workdir) / "records.json").read_text())
+    path = Path(workdir) / "records.json"
+    records = read_json(path, "job records file", kind=list)
+    if not all(isinstance(r, dict) for r in records):
+        raise ValueError(f"{path}: not a list of job records; run `train` again")
+    return records
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Recompute the metrics of a previous `train` in workdir from what it saved: its config,
+    the hyperparameters tuning chose (tuning.json) and every job's p-values / SHDs."""
+    workdir = Path(workdir)
+    path = workdir / "config.json"
+    saved = read_config(path, Config, validate)
+    run_cfg = dataclasses.replace(saved, **{k: getattr(cfg, k) for k in CALLER_FIELDS})
+    tuning_path = workdir / "tuning.json"
+    tuned = read_json(tuning_path, "tuning record")
+    try:
+        run_cfg = tuning.apply(run_cfg, tuned)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        raise ValueError(f"{tuning_path}: unusable tuning record ({exc})") from None
+    records = load_records(workdir)
+    try:
+        return seed_metrics(records, run_cfg)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{workdir / 'records.json'}: incomplete job records ({exc})") from None
