@@ -30,6 +30,18 @@ def test_bench_writes_schema(tiny):
     assert doc["tuning"]["methods"]["uce"]["field"] == "uce_lambda"
 
 
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """The committed results/ is written only when asked for (--results-dir results)."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(
+        tiny, results_dir="", methods=("original", "cogfd"), window_ablation=(), steps_ablation=()
+    )
+    run_bench(cfg)
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs" / "quick" / "figures" / "quick_metrics.png").exists()
+    assert not (tmp_path / "results").exists()
+
+
 def _metrics(**per_method):
     keys = (
         "forget_drop",

@@ -134,3 +134,69 @@ def test_empty_erase_set_is_a_clear_error(small_unet):
             erase_weight=0.1,
             gen=torch.Generator(),
         )
+
+
+@pytest.fixture(scope="module")
+def overfit_toy():
+    """A tiny UNet overfit to denoise two images in CoGFD's window, each named by its own prompt
+    ("red circle" -> image 0, "blue square" -> image 1): its denoising error there is low, so
+    erasing can only raise it, and by how much is the drop in that prompt's likelihood."""
+    from cogfd import text
+
+    torch.manual_seed(0)
+    unet, encoder = models.make_unet(8, (8, 16)), text.tiny_text_encoder().eval()
+    prompts = ["red circle", "blue square"]
+    gen = torch.Generator().manual_seed(0)
+    images = torch.rand(2, 3, 8, 8, generator=gen) * 2 - 1
+    with torch.no_grad():
+        h, m = models.encode(encoder, prompts)
+    x0, h, m = images.repeat(4, 1, 1, 1), h.repeat(4, 1, 1), m.repeat(4, 1)
+    sched = models.make_scheduler()
+    opt = torch.optim.Adam(unet.parameters(), lr=3e-2)
+    for _ in range(30):
+        noise = torch.randn(x0.shape, generator=gen)
+        t = torch.randint(990, 1000, (len(x0),), generator=gen)
+        loss = ((models.denoise(unet, sched.add_noise(x0, noise, t), t, h, m) - noise) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return unet.eval().requires_grad_(False), encoder, images, prompts
+
+
+def denoising_error(unet, encoder, images, prompts, n=32):
+    """Per prompt: E ||eps_theta(x_t, t, prompt) - eps||^2 over t in [990, 1000) and fresh noise
+    (the same draws for every model), on the prompt's own image: the negative log-likelihood term
+    of that window, up to constants."""
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        h, m = models.encode(encoder, prompts)
+        x0, h, m = images.repeat(n, 1, 1, 1), h.repeat(n, 1, 1), m.repeat(n, 1)
+        noise = torch.randn(x0.shape, generator=gen)
+        t = torch.randint(990, 1000, (len(x0),), generator=gen)
+        pred = models.denoise(unet, models.make_scheduler().add_noise(x0, noise, t), t, h, m)
+    return ((pred - noise) ** 2).mean((1, 2, 3)).view(n, len(prompts)).mean(0)
+
+
+def test_erasing_lowers_the_erase_sets_likelihood_not_the_retain_sets(overfit_toy):
+    """CoGFD pushes the erase prompt's prediction away and holds the retain prompt's: the
+    denoising error rises on the erase set and stays put on the retain set (both sets swapped,
+    the retain prompt is the one that gets erased)."""
+    unet, encoder, images, prompts = overfit_toy
+    before = denoising_error(unet, encoder, images, prompts)
+    edited, _losses, _curve = decoupling.erase_cogfd(
+        unet,
+        encoder,
+        images,
+        ["red circle"],
+        ["blue square"],
+        steps=20,
+        lr=0.1,
+        batch=20,
+        t_window=(990, 1000),
+        erase_weight=0.1,
+        gen=torch.Generator().manual_seed(0),
+    )
+    rise = denoising_error(edited, encoder, images, prompts) - before
+    assert before.max() < 0.2  # the toy is fitted
+    assert rise[0] > 0.01, rise  # the erase prompt's likelihood dropped
+    assert rise[0] > 10 * abs(rise[1]), rise  # ... far more than the retain prompt's

@@ -12,7 +12,7 @@ from ddo import baselines, evaluation
 from ddo.dual_averaging import da_weights, grid_dual_averaging
 from ddo.objectives import reward
 from ddo.reference import ou_coefficients, ring_mixture
-from ddo.results import t_interval
+from ddo.stats import t_interval
 
 
 def diffusers_dpo_loss(model_pred, ref_pred, target, beta_dpo):

@@ -46,6 +46,15 @@ def test_bench_writes_schema_claims_controls_and_figures(tiny):
     assert compute_claims(doc["metrics"], cfg) == doc["claims"]
 
 
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """The committed results/ is written only when asked for (--results-dir results)."""
+    monkeypatch.chdir(tmp_path)
+    run_bench(dataclasses.replace(tiny, results_dir="", seeds=(0,), fit_lrs=(0.01,)))
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs" / "quick" / "figures" / "samples.png").exists()
+    assert not (tmp_path / "results").exists()
+
+
 def test_falls_check_fails_on_flat_and_rising_curves():
     assert _falls([[0.69, 0.62, 0.61], [0.69, 0.63, 0.60]])[0]
     assert not _falls([[0.69, 0.69, 0.69], [0.69, 0.69, 0.69]])[0]  # no drop

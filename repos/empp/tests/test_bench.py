@@ -25,6 +25,15 @@ def test_bench_writes_schema(tiny):
     assert doc["lr_tuning"]["grid"] == [tiny.lr]  # quick: one lr for every arm, recorded
 
 
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """The committed results/ is written only when asked for (--results-dir results)."""
+    monkeypatch.chdir(tmp_path)
+    run_bench(dataclasses.replace(tiny, results_dir="", tasks=("qm9",)))
+    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["mode"] == "quick"
+    assert (tmp_path / "runs" / "quick" / "figures" / "arms.png").exists()
+    assert not (tmp_path / "results").exists()
+
+
 def test_lr_tuning_picks_the_lowest_validation_mae(tiny):
     cfg = dataclasses.replace(tiny, n_val=3, lr_grid=(1e-2, 1e-4))
     lr, first, record = tune_lr(cfg, "qm9", "schnet")

@@ -23,7 +23,13 @@ def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path, task, method):
     assert {"mae", "pos_error", "centroid_error", "train_mol_per_s"} <= set(metrics)
     assert ("force_mae" in metrics) == (task == "md")
     assert all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(tmp_path / "run") == metrics
+    # eval reloads model.safetensors and evaluates it again on the run's own test split
+    again = evaluate(dataclasses.replace(PRESETS["quick"], quiet=True), tmp_path / "run")
+    del metrics["train_mol_per_s"]
+    assert again == pytest.approx(metrics)
+    (tmp_path / "run" / "model.safetensors").write_bytes(b"\x00garbage")
+    with pytest.raises(ValueError, match="model.safetensors"):
+        evaluate(cfg, tmp_path / "run")
 
 
 @pytest.mark.parametrize(

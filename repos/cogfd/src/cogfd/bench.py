@@ -17,7 +17,8 @@ from .claims import RIVALS, claims_from
 from .config import Config, validate
 from .evaluate import eval_prompts, evaluate_model
 from .models import sample
-from .results import atomic_write_json, results_document, save_figure, summarize
+from .results import atomic_write_json, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
 from .train import erase_with, images_of, method_generator, prepare, run_method, run_seed
 from .tuning import tune
 
@@ -55,7 +56,7 @@ def performance_from(metrics: dict) -> list[dict]:
     return perf
 
 
-def plot(metrics: dict, path: Path) -> None:
+def plot(metrics: dict):
     keys = [
         ("forget_rate", "forget rate, erase set"),
         ("forget_rate_held_out", "forget rate, held-out synonyms"),
@@ -74,8 +75,7 @@ def plot(metrics: dict, path: Path) -> None:
     ax.set_ylabel("% of samples (oracle)")
     ax.set_title("Erasing 'red circle': forget (lower is better) and retain (higher is better)")
     ax.legend(fontsize=8, ncol=2)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def ablations(stage, cfg: Config, per_method: dict, tuned: dict) -> dict[str, dict]:
@@ -125,7 +125,7 @@ def swap_experiment(stage, cfg: Config, per_method: dict, tuned: dict) -> dict:
 SAMPLE_PROMPTS = ("red circle", "crimson ring", "red", "circle", "red square", "blue circle")
 
 
-def plot_samples(stage, unets: dict, cfg: Config, path: Path) -> None:
+def plot_samples(stage, unets: dict, cfg: Config):
     """Four samples per prompt (columns) from each kept model (rows), same noise per column."""
     names = [m for m in ("original", "cogfd", "esd_x", "uce") if m in unets]
     n = 4
@@ -151,12 +151,14 @@ def plot_samples(stage, unets: dict, cfg: Config, path: Path) -> None:
             ax.set_yticks([])
             ax.set_title(SAMPLE_PROMPTS[j] if row is axes[0] else "", fontsize=9)
         row[0].set_ylabel(name, fontsize=9)
-    save_figure(fig, path)
-    plt.close(fig)
+    return fig
 
 
 def run_bench(cfg: Config) -> dict:
+    """The benchmark; writes <results dir>/<name>.json and its figures together at the end
+    (results_dir_of: --results-dir, else runs/<name>)."""
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
     workdir = Path(cfg.out)
@@ -179,9 +181,10 @@ def run_bench(cfg: Config) -> dict:
         metrics["original"][f"judge_{key}"] = summarize([value])
     claims = claims_from(metrics) if "cogfd" in metrics else []
     performance = performance_from(metrics) if "cogfd" in metrics else None
-    figures = Path(cfg.results_dir) / "figures"
-    plot(metrics, figures / f"{cfg.name}_metrics.png")
-    plot_samples(stage, kept, cfg, figures / f"{cfg.name}_samples.png")
+    figures = {
+        f"{cfg.name}_metrics.png": plot(metrics),
+        f"{cfg.name}_samples.png": plot_samples(stage, kept, cfg),
+    }
     doc = results_document(
         PAPER,
         cfg.name,
@@ -195,5 +198,5 @@ def run_bench(cfg: Config) -> dict:
     doc["graph"] = {"erase": stage.erase, "retain": stage.retain}
     doc["tuning"] = tuning
     doc["stall_swap"] = swap
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

@@ -8,46 +8,36 @@ from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
+
 METHODS = ("original", "cogfd", "cogfd_nograph", "cogfd_noerase", "esd_x", "ca", "uce", "naive")
 """Every model the benchmark evaluates; "original" is the pretrained model before erasure and
 "cogfd_noerase" is the negative control (CoGFD's loss without its erase term exp(-L_e))."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Seed of erasure and evaluation sampling (the base model always uses base_seed)."""
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4, 5)
-    """Seeds the benchmark runs over (one base model, erased and sampled once per seed)."""
-    base_seed: int = 0
+class Config(RunConfig):
+    """`seed` seeds erasure and evaluation sampling; the base model always uses base_seed."""
+
+    base_seed: Annotated[int, Ge(0)] = 0
     """Seed of the pretrained text-to-image model and of the oracle."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    threads: int = 1
+    threads: Annotated[int, Ge(1)] = 1
     """torch.set_num_threads: CPU threads for torch."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and the base checkpoint (base.safetensors)."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     resume: bool = False
     """Reuse the base model checkpoint (base.safetensors) already in --out instead of pretraining."""
     methods: tuple[str, ...] = METHODS
     """Methods to run (subset of: original cogfd cogfd_nograph esd_x ca uce naive)."""
-    image_size: int = 8
+    image_size: Annotated[int, Ge(4)] = 8
     """Side of the rendered RGB images (the paper: SD v1.5 at 512 px, 64x64 latents)."""
-    widths: tuple[int, ...] = (16, 32)
+    widths: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (16, 32)
     """UNet block_out_channels; cross-attention sits in the lowest-resolution block."""
-    pretrain_steps: int = 600
+    pretrain_steps: Annotated[int, Ge(1)] = 600
     """Steps of text-to-image pretraining from scratch (DDPM epsilon loss)."""
-    pretrain_batch: int = 32
+    pretrain_batch: Annotated[int, Ge(1)] = 32
     """Batch size of pretraining."""
-    pretrain_lr: float = 3e-3
+    pretrain_lr: Annotated[float, Gt(0)] = 3e-3
     """AdamW learning rate of pretraining."""
-    oracle_steps: int = 1000
+    oracle_steps: Annotated[int, Ge(1)] = 1000
     """Training steps of the colour/shape judge (renders, nothing-images, SDEdit samples)."""
     base_checkpoint: str = ""
     """Local StableDiffusionPipeline folder (SD v1.4/1.5) that `train` erases with CoGFD and
@@ -56,52 +46,52 @@ class Config:
     """The concept combination X to erase."""
     theme: str = "red circle"
     """The theme Y handed to the graph builder."""
-    graph_iterations: int = 2
+    graph_iterations: Annotated[int, Ge(1)] = 2
     """Iterative graph expansions (iterate_n; run.sh uses 2)."""
     graph_json: str = ""
     """Path to a concept logic graph JSON (official shape) to use instead of the ontology."""
     graph_llm: str = ""
     """Local transformers causal-LM folder that builds the graph (the official gpt-4o step)."""
-    n_train_images: int = 5
+    n_train_images: Annotated[int, Ge(1)] = 5
     """Images of the combination sampled from the original model for erasure (paper: 5)."""
-    erase_steps: int = 60
+    erase_steps: Annotated[int, Ge(1)] = 60
     """Fine-tuning steps of every erasure method (paper: 130 for CoGFD)."""
-    erase_lr: float = 2e-3
+    erase_lr: Annotated[float, Gt(0)] = 2e-3
     """AdamW learning rate of every fine-tuning eraser (paper: 2.5e-5 on SD v1.5)."""
-    erase_batch: int = 20
+    erase_batch: Annotated[int, Ge(1)] = 20
     """Batch cap: CoGFD's batch is min(|E| + |R|, erase_batch) (paper: 20)."""
-    t_start: int = 990
+    t_start: Annotated[int, Interval(ge=0, lt=1000)] = 990
     """First timestep of CoGFD's window, inclusive (paper: 990)."""
-    t_end: int = 1000
+    t_end: Annotated[int, Interval(gt=0, le=1000)] = 1000
     """End of CoGFD's window, exclusive (paper: 1000)."""
-    window_ablation: tuple[int, ...] = (950, 800)
+    window_ablation: Annotated[tuple[int, ...], Ge(0)] = (950, 800)
     """Extra window starts t_start (window [t_start, t_end)) the benchmark tries on every seed."""
-    steps_ablation: tuple[int, ...] = (130,)
+    steps_ablation: Annotated[tuple[int, ...], Ge(1)] = (130,)
     """Extra CoGFD step counts the benchmark tries on every seed (paper: 130)."""
-    lr_grid: tuple[float, ...] = (5e-4, 2e-3, 8e-3)
+    lr_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (5e-4, 2e-3, 8e-3)
     """Learning rates every fine-tuning eraser is tuned over on the validation seed."""
-    uce_lambda_grid: tuple[float, ...] = (0.01, 0.1, 1.0)
+    uce_lambda_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.01, 0.1, 1.0)
     """UCE's ridge weights tuned over on the validation seed (UCE has no learning rate)."""
-    tune_seed: int = 1000
+    tune_seed: Annotated[int, Ge(0)] = 1000
     """Validation seed of the tuning (never one of the test seeds)."""
-    erase_weight: float = 0.1
+    erase_weight: Annotated[float, Ge(0)] = 0.1
     """Weight of exp(-L_e) in L = w exp(-L_e) + exp(L_r) (paper: 0.1)."""
     esd_eta: float = 1.0
     """ESD's negative-guidance scale eta."""
     ca_anchor: str = "blue circle"
     """Concept Ablation's anchor prompt, and UCE's target concept."""
-    uce_lambda: float = 0.1
+    uce_lambda: Annotated[float, Gt(0)] = 0.1
     """UCE's ridge weight that keeps the edited projection near the original."""
-    guidance: float = 3.0
+    guidance: Annotated[float, Ge(0)] = 3.0
     """Classifier-free guidance scale of sampling."""
-    ddim_steps: int = 10
+    ddim_steps: Annotated[int, Ge(1)] = 10
     """DDIM sampling steps ("trailing" spacing, so the first step is t = 999)."""
-    eval_samples: int = 8
+    eval_samples: Annotated[int, Ge(1)] = 8
     """Samples per evaluation prompt."""
 
 
 PRESETS: dict[str, Config] = {
-    "quick": Config(),
+    "quick": Config(seeds=(0, 1, 2, 3, 4, 5)),
     "paper": Config(
         name="paper",
         out="runs/paper",
@@ -115,7 +105,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         image_size=32,
         widths=(64, 128, 128),
         pretrain_steps=20_000,
@@ -134,39 +124,23 @@ PRESETS: dict[str, Config] = {
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    for field in ("pretrain_steps", "erase_steps", "eval_samples", "ddim_steps", "oracle_steps"):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
+    check_bounds(cfg)
     factor = 2 ** (len(cfg.widths) - 1)
-    if cfg.image_size < 4 or cfg.image_size % factor != 0:
+    if cfg.image_size % factor != 0:
         raise ValueError(
-            f"image_size must be >= 4 and divisible by 2**(len(widths)-1)={factor}, "
-            f"got {cfg.image_size}"
+            f"image_size must be divisible by 2**(len(widths)-1)={factor}, got {cfg.image_size}"
         )
-    if cfg.erase_lr <= 0 or cfg.pretrain_lr <= 0:
-        raise ValueError(f"learning rates must be > 0, got {cfg.erase_lr} and {cfg.pretrain_lr}")
-    if not 0 <= cfg.t_start < cfg.t_end <= 1000:
+    if cfg.t_start >= cfg.t_end:
         raise ValueError(
-            f"timestep window [t_start, t_end) = [{cfg.t_start}, {cfg.t_end}) must lie inside "
-            "the scheduler's range [0, 1000) and be non-empty"
+            f"timestep window [t_start, t_end) = [{cfg.t_start}, {cfg.t_end}) must be non-empty"
         )
-    if any(not 0 <= t < cfg.t_end for t in cfg.window_ablation):
+    if any(t >= cfg.t_end for t in cfg.window_ablation):
         raise ValueError(
-            f"window_ablation starts must lie in [0, t_end), got {cfg.window_ablation}"
+            f"window_ablation starts must lie in [0, t_end={cfg.t_end}), got {cfg.window_ablation}"
         )
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
     if cfg.tune_seed in cfg.seeds:
         raise ValueError(f"tune_seed {cfg.tune_seed} must not be one of the test seeds {cfg.seeds}")
-    if not cfg.lr_grid or min(cfg.lr_grid) <= 0 or not cfg.uce_lambda_grid:
-        raise ValueError(f"lr_grid must hold learning rates > 0, got {cfg.lr_grid}")
-    if any(lam <= 0 for lam in cfg.uce_lambda_grid):
-        raise ValueError(f"uce_lambda_grid values must be > 0, got {cfg.uce_lambda_grid}")
-    if any(s < 1 for s in cfg.steps_ablation):
-        raise ValueError(f"steps_ablation values must be >= 1, got {cfg.steps_ablation}")
     unknown = [m for m in cfg.methods if m not in METHODS]
     if unknown or "original" not in cfg.methods:
         raise ValueError(f"methods must include 'original' and come from {METHODS}, got {unknown}")
-    if cfg.threads < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
     return cfg

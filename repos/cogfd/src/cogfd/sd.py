@@ -10,7 +10,6 @@ SD samples needs CLIP ViT-B/32 (the paper's metric) and a GPU; this module erase
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import torch
 
 from . import text
 from .decoupling import erase_cogfd
+from .results import atomic_write_json
 
 PARTS = ("unet", "vae", "text_encoder", "tokenizer", "scheduler", "model_index.json")
 
@@ -88,5 +88,5 @@ def erase_pipeline(cfg: Any, erase: list[str], retain: list[str], out: Path) -> 
         "loss_last": losses[-1],
         "erase_mse_last": erase_curve[-1],
     }
-    (out / "metrics.json").write_text(json.dumps(record, indent=2) + "\n")
+    atomic_write_json(out / "metrics.json", record)
     return record

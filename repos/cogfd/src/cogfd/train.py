@@ -1,8 +1,10 @@
 """train_and_evaluate(cfg, workdir): pretrain (or load) the model, build the graph, erase with
-every method, evaluate. `prepare` and `run_seed` are its two halves, shared with the benchmark."""
+every method, evaluate, save the edited models. `prepare` and `run_seed` are its two halves,
+shared with the benchmark; `evaluate_saved` reloads a run's models and evaluates them again."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import time
@@ -16,7 +18,8 @@ from safetensors.torch import load_file, save_file
 from . import baselines, concept_graph, data, evaluate, judge, models, text
 from .config import Config, validate
 from .decoupling import erase_cogfd
-from .results import atomic_write_json
+from .results import atomic_write_json, load_safetensors, read_json
+from .runtime import RunConfig, resolve_device
 
 
 @dataclasses.dataclass
@@ -34,10 +37,11 @@ class Stage:
     judge_validation: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
-def _save_base(path: Path, stage_parts: dict[str, torch.nn.Module]) -> None:
+def _save_modules(path: Path, parts: dict[str, torch.nn.Module]) -> None:
+    """The state dicts of `parts` in one safetensors file, keys "<part>.<param>" (atomic)."""
     tensors = {
         f"{prefix}.{k}": v.detach().cpu().contiguous()
-        for prefix, module in stage_parts.items()
+        for prefix, module in parts.items()
         for k, v in module.state_dict().items()
     }
     tmp = path.with_name(f".{path.name}.tmp")
@@ -45,9 +49,9 @@ def _save_base(path: Path, stage_parts: dict[str, torch.nn.Module]) -> None:
     tmp.replace(path)
 
 
-def _load_base(path: Path, parts: dict[str, torch.nn.Module]) -> None:
-    """Load base.safetensors; a file that is not one (truncated, from another preset or an
-    older version) is a one-line ValueError naming it."""
+def _load_modules(path: Path, parts: dict[str, torch.nn.Module]) -> None:
+    """Load a file written by _save_modules; a file that is not one (truncated, from another
+    preset or an older version) is a one-line ValueError naming it."""
     try:
         tensors = load_file(str(path))
         for prefix, module in parts.items():
@@ -57,9 +61,21 @@ def _load_base(path: Path, parts: dict[str, torch.nn.Module]) -> None:
     except (OSError, RuntimeError, ValueError, SafetensorError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ValueError(
-            f"{path} is not a base checkpoint of this preset ({first[:120]}); "
+            f"{path} is not a checkpoint of this preset ({first[:120]}); "
             "delete it or run without --resume"
         ) from exc
+
+
+def load_base(cfg: Config, path: Path) -> tuple[Any, models.TextEncoder, judge.Oracle]:
+    """The pretrained UNet, text encoder and judge of base.safetensors, frozen."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such base checkpoint; run `cogfd train` first")
+    unet = models.make_unet(cfg.image_size, cfg.widths)
+    text_encoder, oracle = text.tiny_text_encoder(), judge.Oracle()
+    _load_modules(path, {"unet": unet, "text": text_encoder, "oracle": oracle})
+    for m in (unet, text_encoder, oracle):
+        m.eval().requires_grad_(False)
+    return unet, text_encoder, oracle
 
 
 def load_graph(cfg: Config) -> dict:
@@ -93,11 +109,7 @@ def prepare(cfg: Config, workdir: Path) -> Stage:
     start = time.perf_counter()
     losses: list[float] = []
     if cfg.resume and ckpt.exists():
-        unet = models.make_unet(cfg.image_size, cfg.widths)
-        text_encoder, oracle = text.tiny_text_encoder(), judge.Oracle()
-        _load_base(ckpt, {"unet": unet, "text": text_encoder, "oracle": oracle})
-        for m in (unet, text_encoder, oracle):
-            m.eval().requires_grad_(False)
+        unet, text_encoder, oracle = load_base(cfg, ckpt)
     else:
         if cfg.base_checkpoint:
             raise ValueError(
@@ -115,7 +127,7 @@ def prepare(cfg: Config, workdir: Path) -> Stage:
             device=cfg.device,
         )
         oracle = train_judge(unet, text_encoder, cfg)
-        _save_base(ckpt, {"unet": unet, "text": text_encoder, "oracle": oracle})
+        _save_modules(ckpt, {"unet": unet, "text": text_encoder, "oracle": oracle})
     unet.to(cfg.device)
     text_encoder.to(cfg.device)
     seconds = time.perf_counter() - start
@@ -278,8 +290,11 @@ def run_seed(
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """One seed, every method; flat metrics "<method>/<metric>". Writes config.json first."""
+    """One seed, every method; flat metrics "<method>/<metric>". Writes config.json first, then
+    base.safetensors (the pretrained model and judge), erased.safetensors (every edited UNet,
+    keys "<method>.<param>") and metrics.json."""
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     torch.set_num_threads(cfg.threads)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -291,15 +306,83 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         erase, retain = concept_graph.extract_sets(load_graph(cfg))
         return sd.erase_pipeline(cfg, erase, retain, workdir)
     stage = prepare(cfg, workdir)
-    per_method = run_seed(stage, cfg, cfg.seed)
+    edited: dict[str, Any] = {}
+    per_method = run_seed(stage, cfg, cfg.seed, keep=edited)
+    _save_modules(workdir / ERASED, {m: unet for m, unet in edited.items() if m != "original"})
     metrics = {f"{m}/{k}": v for m, d in per_method.items() for k, v in d.items()}
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate_run(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+ERASED = "erased.safetensors"
+RERUN_ONLY = ("erase_seconds", "samples_per_second", "le_final", "le_step10", "escape_step")
+RERUN_ONLY += ("train_images_combo_rate",)
+"""Metrics of the erasure run itself (timings, CoGFD's optimisation diagnostics), which `eval`
+cannot recompute from the saved models; every other metric it reproduces."""
+
+
+def run_config(cfg: Config, workdir: Path) -> Config:
+    """The Config a run in workdir was trained with (its config.json); the device, threads, quiet
+    flag and paths come from `cfg` (where this evaluation runs)."""
+    saved = read_json(workdir / "config.json", "run config")
+    if not isinstance(saved, dict):
+        raise ValueError(f"{workdir / 'config.json'}: expected a JSON object")  # noqa: TRY004
+    plumbing = {f.name for f in dataclasses.fields(RunConfig)} - {"name", "seed"}
+    fields = {f.name for f in dataclasses.fields(Config)} - plumbing - {"threads"}
+    try:
+        run_cfg = dataclasses.replace(
+            cfg,
+            **{k: tuple(v) if isinstance(v, list) else v for k, v in saved.items() if k in fields},
+        )
+        return validate(run_cfg)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(
+            f"{workdir / 'config.json'}: not a config of this version ({exc})"
+        ) from None
+
+
+def evaluate_saved(cfg: Config, workdir: str | Path) -> dict[str, Any]:
+    """Reload the models a previous `train` saved in workdir and evaluate them again with the
+    run's own settings and seed: flat metrics "<method>/<metric>" (RERUN_ONLY keys aside, these
+    equal train's), or, for a run that erased a StableDiffusionPipeline, the edited pipeline
+    reloaded and its record."""
+    workdir = Path(workdir)
+    run_cfg = run_config(cfg, workdir)
+    run_cfg = dataclasses.replace(run_cfg, device=resolve_device(run_cfg.device))
+    torch.set_num_threads(cfg.threads)
+    if run_cfg.base_checkpoint:
+        from . import sd
+
+        sd.load_pipeline(workdir / "pipeline")  # ValueError naming the folder if it is broken
+        return {**read_json(workdir / "metrics.json", "run record"), "pipeline_reloaded": True}
+    base, text_encoder, oracle = load_base(run_cfg, workdir / "base.safetensors")
+    erase, _ = concept_graph.extract_sets(load_graph(run_cfg))
+    groups = evaluate.eval_prompts(run_cfg.combination, erase)
+    tensors = load_safetensors(workdir / ERASED)
+    per_method: dict[str, dict[str, float]] = {}
+    for name in run_cfg.methods:
+        unet = base
+        if name != "original":
+            unet = copy.deepcopy(base)
+            state = {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(name + ".")}
+            try:
+                unet.load_state_dict(state)
+            except RuntimeError as exc:
+                first = str(exc).strip().splitlines()[0][:120]
+                raise ValueError(
+                    f"{workdir / ERASED}: no complete {name} model ({first})"
+                ) from None
+        per_method[name] = evaluate.evaluate_model(
+            unet.to(run_cfg.device),
+            text_encoder.to(run_cfg.device),
+            oracle,
+            groups,
+            run_cfg,
+            run_cfg.seed,
+            run_cfg.combination,
+        )
+    for name in run_cfg.methods:
+        per_method[name].update(
+            evaluate.relative_to_original(per_method[name], per_method["original"])
+        )
+    return {f"{m}/{k}": v for m, d in per_method.items() for k, v in d.items()}

@@ -8,19 +8,14 @@ import json
 import time
 from pathlib import Path
 
-from .config import Config
+import torch
+
+from .config import Config, validate
 from .experiments import HARD, tune
 from .figures import figures
-from .results import (
-    above,
-    atomic_write_json,
-    below,
-    claim,
-    fmt_interval,
-    results_document,
-    summarize,
-    t_interval,
-)
+from .results import claim, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
+from .stats import above, below, fmt_interval, t_interval
 from .train import train_and_evaluate
 
 PAPER = "ddo"
@@ -221,7 +216,12 @@ def performance(metrics: dict) -> list[dict]:
 
 
 def run_bench(cfg: Config) -> dict:
-    """Tune on the validation seed, run every test seed with the chosen values, write JSON."""
+    """Tune on the validation seed, run every test seed with the chosen values; write the JSON
+    and the figures together at the end into results_dir_of(cfg) (--results-dir, else
+    runs/<preset>)."""
+    validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
+    torch.set_num_threads(cfg.threads)
     start = time.perf_counter()
     tuning = tune(cfg)
     cfg = dataclasses.replace(
@@ -240,11 +240,11 @@ def run_bench(cfg: Config) -> dict:
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     claims = compute_claims(metrics, cfg)
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
-    figures(cfg, metrics, tuning, Path(cfg.results_dir) / "figures", prefix)
+    pngs = figures(cfg, metrics, tuning, prefix)
     doc = results_document(
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
-        cfg.device, performance(metrics), {"tuning": tuning, "config": dataclasses.asdict(cfg)},
+        cfg.device, performance(metrics), tuning=tuning, config=dataclasses.asdict(cfg),
     )  # fmt: skip
     doc = json.loads(json.dumps(doc))  # tuples as lists: the returned doc equals the file
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, pngs)
     return doc

@@ -132,8 +132,17 @@ def learned_sde(cfg, score, g) -> torch.Tensor:
     return reverse_sde(score, torch.randn(cfg.learned_samples, 2, generator=g), times, g)
 
 
+def exact_ddo(cfg: Config, mix: Mixture, f, g: torch.Generator) -> torch.Tensor:
+    """DDO's h-transform sampler with the exact reference score and exact posterior draws."""
+    return h_transform_sample(
+        lambda x, t: marginal_score(mix, x, t), lambda x, t, m: sample_posterior(mix, x, t, m, g),
+        f, cfg.n_eval, 2, time_grid(cfg.t_max, cfg.t_min, cfg.sde_steps), cfg.mc_draws, g,
+    )  # fmt: skip
+
+
 def run_soft(cfg: Config, g: torch.Generator):
-    """Every sampler of the soft (DPO) tilt; returns (metrics, samples)."""
+    """Every sampler of the soft (DPO) tilt; returns (metrics, samples, the trained models: the
+    last potential f_K, the learned reference score and its Diffusion-DPO fine-tune)."""
     mix, reward_fn = problem(cfg)
     grid, q_hat = optimum(cfg)
     kind, beta = objective_of(cfg)
@@ -146,17 +155,13 @@ def run_soft(cfg: Config, g: torch.Generator):
     metrics.update({f"DDO (exact score)/{k}": v for k, v in loops.items()})
     f = potentials[-1]
     q_k = evaluation.potential_distribution(grid, f)
-    times = time_grid(cfg.t_max, cfg.t_min, cfg.sde_steps)
 
     def exact_score(x, t):
         return marginal_score(mix, x, t)
 
     samples, seconds = {}, {}
     start = time.perf_counter()
-    samples["DDO (exact score)"] = h_transform_sample(
-        exact_score, lambda x, t, m: sample_posterior(mix, x, t, m, g), f, cfg.n_eval, 2, times,
-        cfg.mc_draws, g,
-    )  # fmt: skip
+    samples["DDO (exact score)"] = exact_ddo(cfg, mix, f, g)
     seconds["DDO (exact score)"] = time.perf_counter() - start
     score_net = baselines.train_dsm(
         lambda n: mix.sample(n, g), cfg.dsm_steps, cfg.batch, cfg.dsm_lr, cfg.t_min, cfg.t_max, g,
@@ -202,7 +207,7 @@ def run_soft(cfg: Config, g: torch.Generator):
     metrics["Importance resampling/seconds_per_effective_sample"] = seconds[
         "Importance resampling"
     ] / min(ess, cfg.n_eval)
-    return metrics, samples
+    return metrics, samples, {"soft_potential": f, "score_net": score_net, "diffusion_dpo": ddpo}
 
 
 def estimator_rows(cfg, mix, grid, q_hat, q_k, exact_score, g) -> dict[str, torch.Tensor]:
@@ -240,20 +245,15 @@ def langevin_rows(cfg, mix, f, start, g, samples, prefix) -> dict[str, float]:
 
 
 def run_hard(cfg: Config, g: torch.Generator):
-    """The hard tilt: DDO's exact-score sampler against short-run Langevin on the same target."""
+    """The hard tilt: DDO's exact-score sampler against short-run Langevin on the same target;
+    returns (metrics, samples, {"hard_potential": f_K})."""
     mix, reward_fn = problem(cfg)
     grid, q_hat = optimum(cfg, hard=True)
     kind, beta = objective_of(cfg, hard=True)
     potentials, loops = run_dual_averaging(cfg, True, mix, reward_fn, grid, g)
     f = potentials[-1]
     q_k = evaluation.potential_distribution(grid, f)
-    samples = {
-        HARD + "DDO (exact score)": h_transform_sample(
-            lambda x, t: marginal_score(mix, x, t),
-            lambda x, t, m: sample_posterior(mix, x, t, m, g), f, cfg.n_eval, 2,
-            time_grid(cfg.t_max, cfg.t_min, cfg.sde_steps), cfg.mc_draws, g,
-        ),
-    }  # fmt: skip
+    samples = {HARD + "DDO (exact score)": exact_ddo(cfg, mix, f, g)}
     metrics = {
         f"{HARD}q_hat/objective": evaluation.objective(grid, q_hat, kind, beta, cfg.beta_d),
         f"{HARD}q_hat/target_mass": float(
@@ -272,7 +272,42 @@ def run_hard(cfg: Config, g: torch.Generator):
     for name, x in samples.items():
         scored = score_samples(cfg, True, mix, grid, q_hat, q_k, x, g, w2=False)
         metrics.update({f"{name}/{k}": v for k, v in scored.items()})
-    return metrics, samples
+    return metrics, samples, {"hard_potential": f}
+
+
+def rescore(cfg: Config, models: dict, g: torch.Generator) -> dict[str, float]:
+    """Fresh samples from the models a run saved (run_soft's and run_hard's third return), scored
+    as in the run: DDO with the exact and the learned score, Diffusion-DPO, the learned reference
+    and importance resampling on the soft tilt, DDO on the hard tilt. DA's own target q_K and
+    its distance to q_hat follow from f_K alone, so they equal the run's numbers exactly."""
+    mix, _ = problem(cfg)
+    out: dict[str, float] = {}
+    for hard, f in ((False, models["soft_potential"]), (True, models["hard_potential"])):
+        grid, q_hat = optimum(cfg, hard)
+        kind, beta = objective_of(cfg, hard)
+        q_k = evaluation.potential_distribution(grid, f)
+        prefix = HARD if hard else ""
+        out[f"{prefix}DDO (exact score)/objective_loop{cfg.da_loops}"] = evaluation.objective(
+            grid, q_k, kind, beta, cfg.beta_d
+        )
+        samples = {"DDO (exact score)": exact_ddo(cfg, mix, f, g)}
+        if not hard:
+            out["DDO (exact score)/tv_modes_target_to_q_hat"] = evaluation.total_variation(
+                evaluation.mode_weights_grid(grid, mix, q_k),
+                evaluation.mode_weights_grid(grid, mix, q_hat),
+            )
+            samples["DDO (learned score)"] = learned_ddo(cfg, models["score_net"], f, g)
+            samples["Diffusion-DPO"] = learned_sde(cfg, models["diffusion_dpo"].score, g)
+            samples["Learned reference"] = learned_sde(cfg, models["score_net"].score, g)
+            pool = mix.sample(cfg.ir_pool, g)
+            with torch.no_grad():
+                samples["Importance resampling"] = baselines.importance_resample(
+                    pool, -f(pool), cfg.n_eval, g
+                )[0]
+        for name, x in samples.items():
+            scored = score_samples(cfg, hard, mix, grid, q_hat, q_k, x, g, w2=not hard)
+            out.update({f"{prefix}{name}/{k}": v for k, v in scored.items()})
+    return out
 
 
 def grid_da_rows(cfg: Config) -> dict[str, float]:

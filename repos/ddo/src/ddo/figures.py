@@ -1,6 +1,7 @@
 """The benchmark's figures (PNG, headless): samples of both problems, DA curves, mode TV, tuning.
 
-Quick figures keep their plain names; other presets prefix theirs ("paper-samples.png").
+Quick figures keep their plain names; other presets prefix theirs ("paper-samples.png"). They are
+returned as PNG bytes by file name; the bench writes them beside its JSON (results.write_results).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from .config import Config
 from .experiments import HARD, optimum
-from .results import save_figure
+from .results import figure_png
 from .train import METHODS
 
 HARD_METHODS = ("DDO (exact score)", "ULA", "MALA", "ULA from its target", "Reference")
@@ -25,7 +26,7 @@ def _mean(metrics: dict, method: str, key: str) -> float:
     return metrics[method][key]["mean"]
 
 
-def _scatter_panels(grid, q, samples, names, title_prefix, path) -> None:
+def _scatter_panels(grid, q, samples, names, title_prefix) -> bytes:
     """One panel per sampler: its first 1000 points in red over q (grey) on the grid."""
     panels = ("q_hat (grid optimum)",) + tuple(names)
     cols = 3 if len(panels) <= 6 else 5
@@ -42,18 +43,21 @@ def _scatter_panels(grid, q, samples, names, title_prefix, path) -> None:
             ax.scatter(pts[:, 0], pts[:, 1], s=2, alpha=0.5, color="tab:red")
         ax.set_title(name, fontsize=9)
         ax.set_aspect("equal")
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)
 
 
-def figures(cfg: Config, metrics: dict, tuning: dict, figdir: Path, prefix: str = "") -> None:
+def figures(cfg: Config, metrics: dict, tuning: dict, prefix: str = "") -> dict[str, bytes]:
+    """File name -> PNG of every figure (samples from the first seed's run in cfg.out)."""
     run = Path(cfg.out) / f"seed{cfg.seeds[0]}"
+    out: dict[str, bytes] = {}
     grid, q_hat = optimum(cfg)
-    _scatter_panels(grid, q_hat, np.load(run / "samples.npz"), METHODS, "",
-                    figdir / f"{prefix}samples.png")  # fmt: skip
+    out[f"{prefix}samples.png"] = _scatter_panels(
+        grid, q_hat, np.load(run / "samples.npz"), METHODS, ""
+    )
     grid_h, q_hat_h = optimum(cfg, hard=True)
-    _scatter_panels(grid_h, q_hat_h, np.load(run / "samples_hard.npz"), HARD_METHODS, HARD,
-                    figdir / f"{prefix}hard_samples.png")  # fmt: skip
+    out[f"{prefix}hard_samples.png"] = _scatter_panels(
+        grid_h, q_hat_h, np.load(run / "samples_hard.npz"), HARD_METHODS, HARD
+    )
 
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
     ks = np.arange(cfg.da_loops + 1)
@@ -75,8 +79,7 @@ def figures(cfg: Config, metrics: dict, tuning: dict, figdir: Path, prefix: str 
     ax2.set_xlabel("loop k (exact DA on the grid)")
     ax2.set_ylabel("L(q_k)")
     ax2.legend(fontsize=8)
-    save_figure(fig, figdir / f"{prefix}da_objective.png")
-    plt.close(fig)
+    out[f"{prefix}da_objective.png"] = figure_png(fig)
 
     fig, ax = plt.subplots(figsize=(9, 3.5))
     names = list(METHODS) + [HARD + m for m in HARD_METHODS]
@@ -87,23 +90,22 @@ def figures(cfg: Config, metrics: dict, tuning: dict, figdir: Path, prefix: str 
     ax.set_xticks(range(len(names)), names, rotation=35, ha="right", fontsize=7)
     ax.set_ylabel("TV of mode weights to DA's target")
     ax.legend()
-    save_figure(fig, figdir / f"{prefix}mode_tv.png")
-    plt.close(fig)
+    out[f"{prefix}mode_tv.png"] = figure_png(fig)
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3))
     for ax, key in zip(axes, ("DDO fit_lr", "Diffusion-DPO ddpo_beta")):
         ax.semilogx(tuning[key]["grid"], tuning[key]["validation_objective"], marker="o")
         ax.set_xlabel(key)
         ax.set_ylabel("validation L(q)")
-    save_figure(fig, figdir / f"{prefix}tuning.png")
-    plt.close(fig)
+    out[f"{prefix}tuning.png"] = figure_png(fig)
 
     images = run / "images.npz"
     if cfg.images and images.exists():
-        image_figure(np.load(images), figdir / f"{prefix}images.png")
+        out[f"{prefix}images.png"] = image_figure(np.load(images))
+    return out
 
 
-def image_figure(samples, path: Path, per_row: int = 8) -> None:
+def image_figure(samples, per_row: int = 8) -> bytes:
     """The first `per_row` images of every sampler of the image experiment, one row each."""
     fig, axes = plt.subplots(len(samples.files), 1, figsize=(per_row, 1.2 * len(samples.files)))
     for ax, name in zip(np.atleast_1d(axes), samples.files):
@@ -111,5 +113,4 @@ def image_figure(samples, path: Path, per_row: int = 8) -> None:
         ax.imshow(np.concatenate(list(x.transpose(0, 2, 3, 1)), axis=1))
         ax.set_title(name, fontsize=9)
         ax.axis("off")
-    save_figure(fig, path)
-    plt.close(fig)
+    return figure_png(fig)

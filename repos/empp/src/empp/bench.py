@@ -10,8 +10,11 @@ import math
 import time
 from pathlib import Path
 
-from .config import Config
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+import torch
+
+from .config import Config, validate
+from .results import claim, paired_interval, results_document, summarize, write_results
+from .runtime import resolve_device, results_dir_of
 from .train import load_split, train_and_evaluate
 
 PAPER = "empp"
@@ -29,20 +32,15 @@ LABELS = {
     "schnet": "SchNet (PyG)",
     "median": "Median predictor (floor)",
 }
-# two-sided 95% Student-t quantiles by degrees of freedom (paired intervals over seeds)
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def paired(a: list[float], b: list[float]) -> tuple[float, float, float]:
-    """Mean of a - b over the same seeds and its 95% t interval (lo, hi)."""
-    d = [x - y for x, y in zip(a, b)]
-    n = len(d)
-    mean = sum(d) / n
-    if n < 2:
-        return mean, -math.inf, math.inf
-    sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1))
-    half = T95.get(n - 1, 1.96) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
+    """Mean of a - b over the same seeds and its 95% t interval (lo, hi); (-inf, inf) from one
+    seed (results.paired_interval)."""
+    d = paired_interval(a, b)
+    if d["lo"] is None:
+        return d["mean"], -math.inf, math.inf
+    return d["mean"], d["lo"], d["hi"]
 
 
 def median_floor(cfg: Config) -> dict[str, float]:
@@ -259,7 +257,8 @@ def performance_from(m: dict, cfg: Config) -> list[dict]:
     return out
 
 
-def figures(m: dict, cfg: Config, folder: Path) -> None:
+def figures(m: dict, cfg: Config) -> dict:
+    """File name -> figure (written with the JSON by results.write_results)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -278,11 +277,15 @@ def figures(m: dict, cfg: Config, folder: Path) -> None:
         ax.bar(names, [m[n][key]["mean"] for n in names], yerr=[m[n][key]["std"] for n in names])
         ax.set_title(title)
         ax.tick_params(axis="x", rotation=30)
-    save_figure(fig, folder / ("arms.png" if cfg.name == "quick" else f"arms_{cfg.name}.png"))
-    plt.close(fig)
+    return {"arms.png" if cfg.name == "quick" else f"arms_{cfg.name}.png": fig}
 
 
 def run_bench(cfg: Config) -> dict:
+    """Every arm over the seeds; the JSON and its figure are written together at the end into
+    results_dir_of(cfg) (--results-dir, else runs/<preset>)."""
+    validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
+    torch.set_num_threads(cfg.threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     runs, tuning = run_arms(cfg)
     metrics = {arm: {k: summarize(v) for k, v in d.items()} for arm, d in runs.items()}
@@ -302,12 +305,10 @@ def run_bench(cfg: Config) -> dict:
         cfg.device,
         performance_from(metrics, cfg),
     )
-    results = Path(cfg.results_dir)
     doc["lr_tuning"] = tuning or {
         "grid": [cfg.lr],
         "note": "no tuning in this preset: every arm uses the same lr (no validation split)",
     }
     doc["cpu_seconds"] = round(time.process_time() - cpu_start, 1)  # wall on a dedicated core
-    figures(metrics, cfg, results / "figures")
-    atomic_write_json(results / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures(metrics, cfg))
     return doc

@@ -8,27 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, MinLen, RunConfig, check_bounds
+
 TARGETS = ("u0", "gap", "mu")
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for the split, initialisation and masking."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """Torch device (cpu, cuda, cuda:1, ...)."""
-    threads: int = 1
+class Config(RunConfig):
+    """`seed` seeds the split, the initialisation and the masking."""
+
+    threads: Annotated[int, Ge(1)] = 1
     """Torch intra-op threads (1 on the shared 2-core CPU machine)."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and checkpoints."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     resume: bool = False
     """Continue from the last checkpoint in --out (skips training when it is complete)."""
     method: str = "empp"
@@ -47,74 +37,74 @@ class Config:
     Index), the seed only changes initialisation and masking. Takes precedence over qm9_dir."""
     md17_npz: str = ""
     """Real MD17 .npz trajectory (z, R, E, F) for task md (empty: the MMFF94 MD-like set)."""
-    n_train: int = 192
+    n_train: Annotated[int, Ge(2)] = 192
     """Training molecules of the QM9-like set."""
-    n_val: int = 0
+    n_val: Annotated[int, Ge(0)] = 0
     """Validation molecules of the QM9(-like) set, used to pick each arm's lr from lr_grid."""
-    n_test: int = 96
+    n_test: Annotated[int, Ge(1)] = 96
     """Test molecules of the QM9-like set."""
-    md_n_train: int = 96
+    md_n_train: Annotated[int, Ge(2)] = 96
     """Training frames of the MD-like trajectory (the benchmark's MD part)."""
-    md_n_test: int = 64
+    md_n_test: Annotated[int, Ge(1)] = 64
     """Test frames of the MD-like trajectory."""
-    n_pretrain: int = 96
+    n_pretrain: Annotated[int, Ge(0)] = 96
     """Extra unlabelled QM9-like molecules for EMPP pre-training (method empp_pretrain)."""
-    pretrain_epochs: int = 8
+    pretrain_epochs: Annotated[int, Ge(0)] = 8
     """EMPP-only pre-training epochs (over the extra molecules and the training geometries)."""
-    max_heavy: int = 9
+    max_heavy: Annotated[int, Ge(1)] = 9
     """Largest molecule kept from rdkit's NCI SMILES (heavy atoms, C/N/O/F only)."""
     hydrogens: bool = False
     """Keep H atoms in the QM9-like set (labels are always computed with them)."""
     md_molecule: str = "ethanol"
     """MD-like system: ethanol, malonaldehyde, uracil or aspirin."""
-    md_temperature: float = 500.0
+    md_temperature: Annotated[float, Gt(0)] = 500.0
     """Langevin temperature (K) of the MMFF94 trajectory."""
-    md_stride: int = 10
+    md_stride: Annotated[int, Ge(1)] = 10
     """MD steps (0.5 fs each) between stored frames."""
-    epochs: int = 20
+    epochs: Annotated[int, Ge(1)] = 20
     """Training epochs over the training set."""
-    batch_size: int = 32
+    batch_size: Annotated[int, Ge(1)] = 32
     """Molecules per optimiser step."""
-    lr: float = 1e-2
+    lr: Annotated[float, Gt(0)] = 1e-2
     """Peak AdamW learning rate, cosine decay to lr/100 after one warm-up epoch (paper: 5e-4)."""
-    lr_grid: tuple[float, ...] = ()
+    lr_grid: Annotated[tuple[float, ...], Gt(0)] = ()
     """Peak learning rates the benchmark tries for every arm on the first seed, keeping the one
     with the lowest validation MAE (needs n_val > 0); empty: every arm uses lr, untuned."""
-    tasks: tuple[str, ...] = ("qm9", "md")
+    tasks: Annotated[tuple[str, ...], MinLen(1)] = ("qm9", "md")
     """Parts of the benchmark to run: qm9 (property regression) and/or md (energy+forces)."""
-    weight_decay: float = 5e-3
+    weight_decay: Annotated[float, Ge(0)] = 5e-3
     """AdamW weight decay (paper: 5e-3)."""
-    force_weight: float = 10.0
+    force_weight: Annotated[float, Ge(0)] = 10.0
     """Weight of the force L1 loss on MD-like data (energy weight is 1)."""
     irreps_hidden: str = "16x0e+4x1o+2x2e"
     """Hidden node irreps of the NequIP-style network (paper: 128x0e+64x1e+32x2e)."""
-    num_layers: int = 2
+    num_layers: Annotated[int, Ge(1)] = 2
     """Interaction blocks."""
-    cutoff: float = 4.0
+    cutoff: Annotated[float, Gt(0)] = 4.0
     """Radius-graph cutoff of the backbone (Angstrom; paper 5)."""
-    head_cutoff: float = 5.0
+    head_cutoff: Annotated[float, Gt(0)] = 5.0
     """Neighbours of the masked atom that predict its position (Angstrom; paper 5)."""
-    schnet_hidden: int = 32
+    schnet_hidden: Annotated[int, Ge(1)] = 32
     """Hidden channels and filters of the PyG SchNet peer (16 matches our quick backbone's size)."""
-    num_basis: int = 8
+    num_basis: Annotated[int, Ge(1)] = 8
     """Bessel radial basis functions."""
-    num_mask: int = 1
+    num_mask: Annotated[int, Ge(1)] = 1
     """EMPP copies per molecule, each missing one different random atom."""
-    head_channels: int = 16
+    head_channels: Annotated[int, Ge(1)] = 16
     """Spherical functions per neighbour in the EMPP head (paper: 32)."""
-    grid_beta: int = 16
+    grid_beta: Annotated[int, Ge(1)] = 16
     """S2 grid points in beta (paper: 100)."""
-    grid_alpha: int = 17
+    grid_alpha: Annotated[int, Ge(1)] = 17
     """S2 grid points in alpha (paper: 101)."""
-    num_radius_bins: int = 128
+    num_radius_bins: Annotated[int, Ge(1)] = 128
     """Radius bins on [0, radius_max] in the EMPP head (official code: 128)."""
-    radius_max: float = 6.0
+    radius_max: Annotated[float, Gt(0)] = 6.0
     """Largest radius bin centre (Angstrom)."""
-    temperature: float = 0.1
+    temperature: Annotated[float, Gt(0)] = 0.1
     """Softmax temperature of the direction logits and targets (paper: 0.1)."""
-    aux_weight: float = 1.0
+    aux_weight: Annotated[float, Ge(0)] = 1.0
     """Weight of the auxiliary loss (EMPP, denoising or element masking)."""
-    noise_std: float = 0.05
+    noise_std: Annotated[float, Ge(0)] = 0.05
     """Coordinate-denoising noise (Angstrom)."""
 
 
@@ -145,7 +135,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="cuda",
+        device="auto",
         n_train=900,
         n_test=178,
         max_heavy=12,
@@ -181,33 +171,15 @@ METHODS = (
 
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    if cfg.epochs < 1:
-        raise ValueError(f"epochs must be >= 1, got {cfg.epochs}")
-    if cfg.lr <= 0:
-        raise ValueError(f"lr must be > 0, got {cfg.lr}")
-    if min(cfg.n_train, cfg.md_n_train) < 2 or min(cfg.n_test, cfg.md_n_test) < 1:
-        raise ValueError(
-            f"need n_train, md_n_train >= 2 and n_test, md_n_test >= 1, got {cfg.n_train}, "
-            f"{cfg.md_n_train}, {cfg.n_test}, {cfg.md_n_test}"
-        )
-    if min(cfg.batch_size, cfg.num_layers, cfg.num_mask, cfg.schnet_hidden) < 1:
-        raise ValueError("batch_size, num_layers, num_mask and schnet_hidden must be >= 1")
+    check_bounds(cfg)
     if cfg.method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {cfg.method!r}")
     if cfg.task not in ("qm9", "md"):
         raise ValueError(f"task must be 'qm9' or 'md', got {cfg.task!r}")
     if cfg.target not in TARGETS:
         raise ValueError(f"target must be one of {TARGETS}, got {cfg.target!r}")
-    if cfg.cutoff <= 0 or cfg.radius_max <= 0 or cfg.temperature <= 0:
-        raise ValueError("cutoff, radius_max and temperature must be > 0")
-    if cfg.n_val < 0 or (cfg.lr_grid and cfg.n_val < 1):
+    if cfg.lr_grid and cfg.n_val < 1:
         raise ValueError(f"lr_grid {cfg.lr_grid} needs n_val >= 1 validation molecules")
-    if any(lr <= 0 for lr in cfg.lr_grid):
-        raise ValueError(f"lr_grid values must be > 0, got {cfg.lr_grid}")
-    if not cfg.tasks or any(t not in ("qm9", "md") for t in cfg.tasks):
+    if any(t not in ("qm9", "md") for t in cfg.tasks):
         raise ValueError(f"tasks must be a non-empty subset of ('qm9', 'md'), got {cfg.tasks}")
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
-    if cfg.threads < 1:
-        raise ValueError(f"threads must be >= 1, got {cfg.threads}")
     return cfg

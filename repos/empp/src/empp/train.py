@@ -1,4 +1,5 @@
-"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through.
+"""train_and_evaluate(cfg, workdir) -> metrics: the one entry point every command goes through;
+evaluate(cfg, workdir) reloads the model a run saved and evaluates it again.
 
 Loss (paper, method section): L1 on the standardised label (+ force L1 on MD-like data) plus
 aux_weight x the auxiliary task of the arm (EMPP, EMPP without label, denoising, element
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 import sys
@@ -25,7 +25,8 @@ from .baselines import DenoiseHead, ElementMaskHead, SchNetPeer
 from .config import Config, validate
 from .empp import Conditioning, PositionHead, empp_loss, mask_position, reconstruct
 from .model import Batch, EquivariantNet, collate
-from .results import atomic_write_json
+from .results import atomic_write_json, load_safetensors, read_json
+from .runtime import RunConfig, resolve_device
 
 EMPP_ARMS = ("empp", "empp_nolabel")
 HEAD_ARMS = (*EMPP_ARMS, "empp_pretrain")  # arms that own a position head
@@ -94,6 +95,12 @@ def load_split(cfg: Config) -> tuple[list, list, list, str, str, list]:
     val = [mols[i] for i in perm[n_train : n_train + n_val]]
     test = [mols[i] for i in perm[n_train + n_val :]]
     return train, val, test, key, readout, pool
+
+
+def normaliser(train: list, key: str) -> tuple[str, float, float]:
+    """(label key, mean, std) of the training labels: the label standardisation."""
+    labels = np.array([m.y[key] for m in train])
+    return key, float(labels.mean()), float(labels.std() + 1e-8)
 
 
 def build(cfg: Config, readout: str) -> tuple[torch.nn.Module, torch.nn.ModuleDict]:
@@ -188,6 +195,7 @@ def train_and_evaluate(
     if which is not None:
         cfg = dataclasses.replace(cfg, method=which)
     validate(cfg)
+    cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
@@ -196,14 +204,13 @@ def train_and_evaluate(
         and (workdir / "metrics.json").exists()
         and (workdir / "model.safetensors").exists()
     ):
-        return evaluate(workdir)
+        return read_json(workdir / "metrics.json", "metrics file")
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     train, val, test, key, readout, pool = load_split(cfg)
-    labels = np.array([m.y[key] for m in train])
-    norm = (key, float(labels.mean()), float(labels.std() + 1e-8))
+    norm = normaliser(train, key)
     md = cfg.task == "md"
     net, aux = build(cfg, readout)
     if isinstance(net, EquivariantNet):
@@ -292,9 +299,52 @@ def save_checkpoint(path: Path, net: torch.nn.Module, aux: torch.nn.Module) -> N
     os.replace(tmp, path)
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def run_config(cfg: Config, workdir: Path) -> Config:
+    """The Config a run in workdir was trained with (its config.json); the device, threads,
+    quiet flag and paths come from `cfg` (where this evaluation runs)."""
+    path = workdir / "config.json"
+    saved = read_json(path, "run config")
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path}: expected a JSON object")  # noqa: TRY004
+    plumbing = {f.name for f in dataclasses.fields(RunConfig)} - {"name", "seed"}
+    fields = {f.name for f in dataclasses.fields(Config)} - plumbing - {"threads", "resume"}
+    try:
+        return validate(
+            dataclasses.replace(
+                cfg,
+                **{
+                    k: tuple(v) if isinstance(v, list) else v
+                    for k, v in saved.items()
+                    if k in fields
+                },
+            )
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a config of this version ({exc})") from None
+
+
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
+    """Reload the backbone and heads a previous `train` saved in workdir (model.safetensors) and
+    evaluate them again on the run's own test split: the same metrics as train's, except the
+    training speed (and, for empp_pretrain, the head errors measured before fine-tuning)."""
+    workdir = Path(workdir)
+    run_cfg = run_config(cfg, workdir)
+    run_cfg = dataclasses.replace(run_cfg, device=resolve_device(run_cfg.device))
+    torch.set_num_threads(cfg.threads)
+    train, val, test, key, readout, _ = load_split(run_cfg)
+    norm = normaliser(train, key)
+    net, aux = build(run_cfg, readout)
+    path = workdir / "model.safetensors"
+    tensors = load_safetensors(path)
+    try:
+        torch.nn.ModuleDict({"net": net, "aux": aux}).load_state_dict(tensors)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0][:120]
+        raise ValueError(f"{path}: not a model of this run's config ({first})") from None
+    net.to(run_cfg.device), aux.to(run_cfg.device)  # as train evaluates them (no train/eval modes)
+    md = run_cfg.task == "md"
+    metrics = evaluate_model(net, aux, run_cfg, test, norm, md)
+    if val:
+        metrics["val_mae"] = errors(net, run_cfg, val, norm, md)["mae"]
+    metrics["params"] = float(sum(p.numel() for p in net.parameters()))
+    return metrics
