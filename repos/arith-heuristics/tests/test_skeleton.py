@@ -21,7 +21,9 @@ from arith_heuristics.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("bench --preset full --seeds 0 1 --max-operand 10 --n-numbers 20 --n-layer 2 --d-model 16 --n-head 2 --d-mlp 32 --steps 2 --batch 8 --n-checkpoints 2 --first-heuristics-layer 1 --n-prompts 5 --probe-prompts 20 --probe-epochs 1 --knockout-prompts 5 --knockout-counts 1 2 --perf-prompts 2 --n-boot 100 --quiet")
+GPU_SMOKE = shlex.split(
+    "bench --preset full --seeds 0 1 --max-operand 10 --n-numbers 20 --n-layer 2 --d-model 16 --n-head 2 --d-mlp 32 --steps 2 --batch 8 --n-checkpoints 2 --first-heuristics-layer 1 --n-prompts 5 --probe-prompts 20 --probe-epochs 1 --knockout-prompts 5 --knockout-counts 1 2 --perf-prompts 2 --n-boot 100 --quiet",
+)
 
 
 @pytest.fixture

@@ -43,3 +43,15 @@ def test_nan_images_are_rejected():
     images[3, 0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         data.image_regression(images, labels, 10, 2, seed=0, scale=1.0)
+
+
+def test_test_inputs_are_disjoint_from_the_training_inputs():
+    """Predictive variances are measured at fresh inputs: no test row is a training row."""
+    images, labels = data.load_digits_arrays()
+    for x, _, x_test in (
+        data.linear_teacher(20, 5, 6, 0, 1.0, 0.1),
+        data.image_regression(images, labels, 20, 6, seed=0, scale=1.0),
+    ):
+        x, x_test = np.asarray(x), np.asarray(x_test)
+        assert x_test.shape[0] == 6
+        assert not (x_test[:, None, :] == x[None, :, :]).all(-1).any()

@@ -5,12 +5,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import shutil
 
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 from conftest import SHRINK
 
+from bnn_renorm import renorm, samplers, train
 from bnn_renorm.bench import figures
+from bnn_renorm.cli import main
 from bnn_renorm.config import PRESETS
+from bnn_renorm.results import load_safetensors, save_safetensors
 from bnn_renorm.train import evaluate, train_and_evaluate
 
 
@@ -28,10 +34,12 @@ def test_larger_presets_run_at_tiny_size(preset, tiny, tmp_path):
 
 def test_paper_preset_names_its_figures_and_keeps_the_presets_sizes(readme_run, tmp_path):
     folder, _, _ = readme_run
-    doc = json.loads((folder / "results" / "quick.json").read_text())
+    doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
     cfg = dataclasses.replace(PRESETS["paper"], **{k: v for k, v in SHRINK.items()})
-    figures(cfg, doc["metrics"], tmp_path)
-    assert {p.name for p in tmp_path.glob("*.png")} == {
+    made = figures(cfg, doc["metrics"])
+    for fig in made.values():
+        plt.close(fig)
+    assert set(made) == {
         "paper-variance_ratio.png",
         "paper-sublinear.png",
     }
@@ -45,10 +53,15 @@ def test_bench_schema_figures_and_determinism(readme_run):
     folder, _, _ = readme_run
     bench_run, train_run = folder / "runs" / "quick" / "seed0", folder / "runs" / "demo"
     assert json.loads((bench_run / "config.json").read_text())["p"] == SHRINK["p"]
-    metrics = evaluate(bench_run)
+    metrics = json.loads((bench_run / "metrics.json").read_text())
     assert metrics and all(math.isfinite(v) for v in metrics.values())
-    assert evaluate(train_run) == metrics  # same seed and sizes in two runs, same numbers
-    doc = json.loads((folder / "results" / "quick.json").read_text())
+    # same seed and sizes in two runs, same numbers; eval re-scores the saved networks exactly
+    assert json.loads((train_run / "metrics.json").read_text()) == metrics
+    assert evaluate(PRESETS["demo"], train_run) == {
+        "max_abs_diff_vs_train": 0.0,
+        "metrics": metrics,
+    }
+    doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
     assert len(doc["metrics"]) >= 2 and len(doc["claims"]) == 5
@@ -59,7 +72,78 @@ def test_bench_schema_figures_and_determinism(readme_run):
     row = doc["performance"][0]
     assert row["unit"] == "effective samples/s" and row["ours_value"] > 0 and row["peer_value"] > 0
     assert doc["tuning"]["grid"] == {}
-    assert {p.name for p in (folder / "results" / "figures").glob("*.png")} == {
+    assert {p.name for p in (folder / "runs" / "quick" / "figures").glob("*.png")} == {
         "variance_ratio.png",
         "sublinear.png",
     }
+
+
+def quiet_progress():
+    return train.Progress(0, "test", True)
+
+
+def test_linear_width_runs_each_alpha_at_width_p_over_alpha(tiny):
+    """E1's load factor is alpha = P / N: at each alpha, the exact posterior and BPKR's u are
+    those of the width N = P / alpha, and a tiny alpha is the wide-network (NNGP) limit."""
+    cfg = dataclasses.replace(tiny, alphas=(0.001, 0.5, 2.0, 6.0))  # P = 6: N = 6000, 12, 3, 1
+    out = train.linear_width(cfg, 0, quiet_progress())
+    _, y, _, blocks = train.linear_problem(cfg, cfg.p, 0)
+    s2, t = cfg.s2, cfg.temperature
+    v_gp = train.nngp_mean_variance(blocks, y, s2, t)
+    noise = (cfg.teacher_scale * cfg.teacher_noise) ** 2
+    signal = float(np.sum(np.asarray(y) ** 2)) / cfg.p - noise
+    for alpha in cfg.alphas:
+        width = round(cfg.p / alpha)
+        exact = float(np.mean(samplers.exact_linear_posterior(*blocks, y, width, s2, t)[1])) / v_gp
+        assert out[f"exact|lin_ratio_a{alpha:g}"] == pytest.approx(exact, rel=1e-9)
+        u = renorm.bpkr_u(blocks[0], y, width, s2, t) / s2
+        assert out[f"bpkr|lin_u_a{alpha:g}"] == pytest.approx(u, rel=1e-9)
+        # Eq. 3 at the same alpha (MP ratio P / N0; signal from the data, the teacher's noise)
+        u_mp = renorm.integral_u(cfg.p / cfg.n0, alpha, s2, t, signal, noise)
+        mp = renorm.integral_variance_ratio(cfg.p / cfg.n0, u_mp, s2, t)
+        assert out[f"mp_integral|lin_ratio_a{alpha:g}"] == pytest.approx(mp, rel=1e-9)
+    assert out["exact|lin_ratio_a0.001"] == pytest.approx(1.0, abs=0.02)  # N = 6000: NNGP
+    assert abs(out["exact|lin_ratio_a6"] - 1.0) > 0.1  # N = 1: far from it
+
+
+def test_relu_width_runs_each_alpha_at_width_relu_p_over_alpha(tiny):
+    """E2 the same way (BPKR with the arc-cosine kernel at N = relu_p / alpha); the NUTS ground
+    truth is handed in as eval does, so no chain runs here."""
+    cfg = dataclasses.replace(tiny, relu_alphas=(0.5, 2.0, 6.0))  # relu_p = 6: N = 12, 3, 1
+    saved = {f"nuts_relu|relu_ratio_a{a:g}": 1.0 for a in cfg.relu_alphas}
+    out = train.relu_width(cfg, 0, quiet_progress(), saved)
+    _, y, _, blocks = train.relu_problem(cfg, 0)
+    s2, t = cfg.s2, cfg.relu_temperature
+    for alpha in cfg.relu_alphas:
+        u = renorm.bpkr_u(blocks[0], y, round(cfg.relu_p / alpha), s2, t)
+        ratio = renorm.renormalised_variance_ratio(*blocks, y, u, s2, t)
+        assert out[f"bpkr_relu|relu_ratio_a{alpha:g}"] == pytest.approx(ratio, rel=1e-9)
+        assert out[f"bpkr_relu|relu_relerr_a{alpha:g}"] == pytest.approx(abs(ratio - 1.0))
+
+
+def test_eval_rescores_the_networks_train_saved(readme_run, tmp_path, capsys):
+    """eval recomputes the sublinear estimator from networks.safetensors (edited networks change
+    its numbers, not E1's) against the saved ground truth; damaged files are one line each."""
+    run = tmp_path / "run"
+    shutil.copytree(readme_run[0] / "runs" / "demo", run)
+    saved = json.loads((run / "metrics.json").read_text())
+    nets = load_safetensors(run / train.NETWORKS, framework="numpy")
+    key = f"n{SHRINK['sub_relu_widths'][0]}/trained/0/w"
+    save_safetensors(run / train.NETWORKS, {**nets, key: 3.0 * nets[key]}, framework="numpy")
+    report = evaluate(PRESETS["demo"], run)
+    width = SHRINK["sub_relu_widths"][0]
+    assert report["metrics"][f"sublinear|subrelu_ratio_n{width}"] != pytest.approx(
+        saved[f"sublinear|subrelu_ratio_n{width}"], rel=1e-6
+    )
+    assert report["max_abs_diff_vs_train"] > 0.0
+    for k, v in report["metrics"].items():
+        if "|lin_" in k or "relu_ratio_a" in k or k.startswith("nuts_relu|"):
+            assert v == saved[k], k  # E1, E2 and the ground truths do not use the networks
+    del saved[f"nuts_relu|subrelu_ratio_n{width}"]
+    (run / "metrics.json").write_text(json.dumps(saved))
+    assert main(["eval", "--out", str(run)]) == 2
+    assert "metrics.json: no ground truth" in capsys.readouterr().err
+    (run / train.NETWORKS).write_bytes(b"\x00garbage")
+    assert main(["eval", "--out", str(run)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{train.NETWORKS}: corrupt checkpoint" in err and "\n" not in err

@@ -21,7 +21,9 @@ from gst.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("")
+GPU_SMOKE = shlex.split(
+    "",
+)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from leq.config import PRESETS
 @pytest.mark.slow  # shares the README run (about 85 s on a loaded machine)
 def test_bench_writes_schema_claims_and_figures(readme_run):
     folder = readme_run[0]
-    doc = json.loads((folder / "results" / "quick.json").read_text())
+    doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc
     assert {"LEQ", "IQL", "MB-onestep"} <= set(doc["metrics"])
@@ -35,7 +35,18 @@ def test_bench_writes_schema_claims_and_figures(readme_run):
     assert "umaze_imagined_wall_frac_start" in doc["metrics"]["LEQ"]
     assert {p["id"] for p in doc["performance"]} == {"leq-updates-per-s", "iql-updates-per-s"}
     assert all(p["ours_updates_per_s"] > 0 for p in doc["performance"])
-    assert (folder / "results" / "figures" / "scores.png").stat().st_size > 0
+    assert (folder / "runs" / "quick" / "figures" / "scores.png").stat().st_size > 0
+
+
+def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
+    """The default results folder is runs/<preset>: a bench never touches the committed results/."""
+    monkeypatch.chdir(tmp_path)
+    cfg = dataclasses.replace(tiny, results_dir="", methods=("LEQ",), out=str(tmp_path / "work"))
+    doc = run_bench(cfg)
+    written = json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())
+    assert written["metrics"] == doc["metrics"] and "LEQ" in written["metrics"]
+    assert (tmp_path / "runs" / "quick" / "figures" / "scores.png").stat().st_size > 0
+    assert not (tmp_path / "results").exists()
 
 
 def test_claim_with_no_signal_does_not_hold():

@@ -13,7 +13,6 @@ import pytest
 from leq import agents, data, maze, train
 from leq.bench import gap_check
 from leq.config import validate
-from leq.results import paired_interval
 
 
 def test_blocked_flags_a_move_into_a_wall_and_not_a_free_one():
@@ -69,13 +68,6 @@ def test_critic_normalises_state_and_action_jointly(tiny):
     assert critic_p["params"]["obs_mean"].shape == (6,)  # [x, y, vx, vy, ax, ay]
     np.testing.assert_allclose(critic_p["params"]["obs_mean"][4:], ds.actions.mean(0), rtol=1e-5)
     assert value_p["params"]["obs_mean"].shape == (4,)
-
-
-def test_paired_interval_by_hand():
-    d = paired_interval([10.0, 20.0, 30.0], [0.0, 0.0, 0.0])
-    half = 4.303 * 10.0 / np.sqrt(3)  # t(0.975, 2) * sd / sqrt(n)
-    assert d["mean"] == 20.0 and np.isclose(d["lo"], 20.0 - half) and np.isclose(d["hi"], 20 + half)
-    assert paired_interval([1.0], [0.0])["lo"] is None
 
 
 def test_gates_fail_on_noise_and_on_the_negative_control():

@@ -6,10 +6,14 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 from flax import serialization
 
+from leq import train
+from leq.cli import main
 from leq.config import PRESETS
+from leq.networks import Actor
 from leq.train import evaluate, train_and_evaluate
 
 
@@ -24,9 +28,36 @@ def test_smoke_writes_config_checkpoint_and_finite_metrics(tiny, tmp_path):
     assert 0.0 <= metrics["imagined_goal_rate_start"] <= 100.0
     assert metrics["model_holdout_err"] > 0.0 and metrics["model_err_blocked"] > 0.0
     assert 0.0 <= metrics["bc_success_rate"] <= 100.0
-    assert evaluate(tmp_path / "run") == metrics
+    again = evaluate(tiny, tmp_path / "run")  # reloads the saved actor and evaluates it again
+    assert again["success_rate"] == metrics["success_rate"] and again["method"] == "LEQ"
     blob = serialization.msgpack_restore((tmp_path / "run" / "checkpoint.msgpack").read_bytes())
     assert set(blob) == {"actor", "critic"}
+
+
+def test_eval_evaluates_the_saved_actor_not_the_metrics_file(tiny, tmp_path, capsys, monkeypatch):
+    """eval reloads checkpoint.msgpack and evaluates that actor (train's numbers come back without
+    metrics.json; an edited actor is what gets evaluated); a damaged checkpoint is one line."""
+    run = tmp_path / "run"
+    metrics = train_and_evaluate(tiny, run, which="IQL")
+    (run / "metrics.json").unlink()  # eval does not need it
+    assert main(["eval", "--out", str(run)]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["success_rate"] == metrics["success_rate"]
+    assert again["episode_steps"] == metrics["episode_steps"] and again["method"] == "IQL"
+    blob = serialization.msgpack_restore((run / "checkpoint.msgpack").read_bytes())
+    last = blob["actor"]["params"]["MLP_0"][f"Dense_{tiny.layers}"]
+    last["kernel"], last["bias"] = 0.0 * last["kernel"], 0.0 * last["bias"] + 0.25
+    (run / "checkpoint.msgpack").write_bytes(serialization.msgpack_serialize(blob))
+    seen = []
+    real = train.evaluate_actor
+    monkeypatch.setattr(train, "evaluate_actor", lambda c, p, *a: seen.append(p) or real(c, p, *a))
+    evaluate(tiny, run)
+    policy = Actor((tiny.hidden,) * tiny.layers, 2)
+    np.testing.assert_allclose(policy.apply(seen[0], np.ones((3, 4))), np.tanh(0.25), rtol=1e-6)
+    (run / "checkpoint.msgpack").write_bytes(b"\x00garbage")
+    assert main(["eval", "--out", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert "checkpoint.msgpack: corrupt checkpoint" in err and len(err.strip().splitlines()) == 1
 
 
 def test_same_seed_same_numbers(tiny, tmp_path):
@@ -56,3 +87,25 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     assert full.horizon == 10 and full.env == "large"
     metrics = train_and_evaluate(full, tmp_path, which="LEQ")
     assert math.isfinite(metrics["success_rate"])
+
+
+@pytest.mark.parametrize(("steps", "every"), [(3000, 500), (20, 10), (25, 10), (7, 10), (1, 1)])
+def test_update_chunks_add_up_to_the_steps(steps, every):
+    """Training runs exactly cfg.steps updates, in chunks of at most rollout_every."""
+    chunks = train.chunk_lengths(steps, every)
+    assert sum(chunks) == steps and all(0 < c <= every for c in chunks)
+    assert len(chunks) == -(-steps // every)  # one world-model expansion per chunk
+
+
+def test_each_method_trains_with_its_own_tau_and_beta():
+    """LEQ and its ablations use --tau/--beta (LEQ-tau0.5: tau 0.5), the one-step model-based
+    baseline --mb-tau/--mb-beta: the numbers handed to the jitted update."""
+    cfg = dataclasses.replace(PRESETS["quick"], tau=0.2, beta=0.3, mb_tau=0.6, mb_beta=0.9)
+    expected = {
+        "LEQ": (0.2, 0.3),
+        "LEQ-onestep": (0.2, 0.3),
+        "LEQ-oracle": (0.2, 0.3),
+        "LEQ-tau0.5": (0.5, 0.3),
+        "MB-onestep": (0.6, 0.9),
+    }
+    assert {m: train.tau_beta(cfg, m) for m in expected} == expected

@@ -21,7 +21,9 @@ from mcl_nf.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("bench --preset full --seeds 0 1 2 --meta-steps 1 --meta-batch 2 --n-test 2 --eval-steps 1 2 --image-size 8 --grid 2 --time-segments 2 --video-frames 2 --hidden 8 --single-hidden 16 --inner-steps 1 --audio-length 64 --nerf-resolution 4 --nerf-samples 4 --nerf-rays 8 --test-points 1024 --quiet")
+GPU_SMOKE = shlex.split(
+    "bench --preset full --seeds 0 1 2 --meta-steps 1 --meta-batch 2 --n-test 2 --eval-steps 1 2 --image-size 8 --grid 2 --time-segments 2 --video-frames 2 --hidden 8 --single-hidden 16 --inner-steps 1 --audio-length 64 --nerf-resolution 4 --nerf-samples 4 --nerf-rays 8 --test-points 1024 --quiet",
+)
 
 
 @pytest.fixture

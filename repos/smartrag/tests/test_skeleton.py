@@ -21,7 +21,9 @@ from smartrag.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("")
+GPU_SMOKE = shlex.split(
+    "bench --preset full --seeds 0 1 --n-entities 12 --n-values 4 --n-distractors 6 --n-layer 1 --d-model 16 --n-head 2 --pretrain-steps 2 --sft-steps 2 --lm-batch 4 --rewriter-samples 1 --rewriter-steps 1 --ppo-iterations 1 --ppo-batch 4 --ppo-minibatch 4 --ppo-epochs 1 --quiet",
+)
 
 
 @pytest.fixture

@@ -103,3 +103,51 @@ def test_paired_interval_is_a_t_interval():
     iv = paired(__import__("numpy").array([0.01, 0.02, 0.03]))
     assert iv["mean"] == pytest.approx(0.02)
     assert iv["hi"] - iv["mean"] == pytest.approx(4.303 * 0.01 / 3**0.5, rel=1e-3)
+
+
+TIMING = ("seconds_per_round",)
+"""Wall-clock metrics: they differ between any two runs, split or not."""
+
+
+def test_seeds_as_partial_files_merge_to_the_one_process_bench(tmp_path, monkeypatch):
+    """bench over seeds (0, 1) in one process, and the same seeds as two --partial-out jobs
+    merged with --merge: the same per-seed metrics and the same claims (issue 58)."""
+    from sparsyfed import cli
+
+    monkeypatch.chdir(tmp_path)
+    common = ["bench", "--preset", "quick", "--rounds", "2", "--n-clients", "4",
+              "--clients-per-round", "2", "--bench-alphas", "0.1", "--bench-sparsities", "0.9",
+              "--bench-norm-arch", "", "--quiet"]  # fmt: skip
+    one_dir, merged_dir = tmp_path / "one", tmp_path / "merged"
+    argv = [*common, "--seeds", "0", "1", "--out", "r01", "--results-dir", str(one_dir)]
+    assert cli.main(argv) == 0
+    parts = [str(tmp_path / f"part{seed}.json") for seed in (0, 1)]
+    for seed, part in zip((0, 1), parts):
+        argv = [*common, "--seeds", str(seed), "--out", f"r{seed}", "--partial-out", part]
+        assert cli.main(argv) == 0
+        assert sorted(json.loads(Path(part).read_text())["per_seed"]) == [str(seed)]
+    assert cli.main([*common, "--merge", *parts, "--results-dir", str(merged_dir)]) == 0
+    one = json.loads((one_dir / "quick.json").read_text())
+    merged = json.loads((merged_dir / "quick.json").read_text())
+    assert merged["seeds"] == one["seeds"] == [0, 1]
+    assert merged["metrics"].keys() == one["metrics"].keys()
+    for row, metrics in one["metrics"].items():
+        for name, summary in metrics.items():
+            if name not in TIMING:
+                assert merged["metrics"][row][name]["values"] == pytest.approx(summary["values"])
+    assert merged["claims"] == one["claims"]
+    assert merged["performance"] == one["performance"] and merged["grid"] == one["grid"]
+    assert (merged_dir / "figures" / "quick-curves.png").exists()
+
+
+def test_merge_refuses_partial_files_of_another_grid(tmp_path, monkeypatch, capsys):
+    from sparsyfed import cli
+
+    monkeypatch.chdir(tmp_path)
+    part = str(tmp_path / "part.json")
+    common = ["bench", "--preset", "quick", "--rounds", "1", "--n-clients", "4",
+              "--clients-per-round", "2", "--bench-alphas", "0.1", "--quiet"]  # fmt: skip
+    argv = [*common, "--bench-sparsities", "0.9", "--bench-norm-arch", "", "--seeds", "0"]
+    assert cli.main([*argv, "--partial-out", part]) == 0
+    assert cli.main([*common, "--merge", part, "--results-dir", str(tmp_path / "res")]) == 2
+    assert "not this preset's grid" in capsys.readouterr().err

@@ -21,7 +21,9 @@ from sparsyfed.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("bench --preset full --dataset synth_cifar10 --data-dir runs/gpu-smoke/synth-cifar10 --seeds 0 --rounds 1 --eval-every 1 --resnet-width 4 --clients-per-round 2 --bench-alphas 0.1 --bench-sparsities 0.9 --quiet")
+GPU_SMOKE = shlex.split(
+    "bench --preset full --dataset synth_cifar10 --data-dir runs/gpu-smoke/synth-cifar10 --seeds 0 --rounds 1 --eval-every 1 --resnet-width 4 --clients-per-round 2 --bench-alphas 0.1 --bench-sparsities 0.9 --quiet",
+)
 
 
 @pytest.fixture

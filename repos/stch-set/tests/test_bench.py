@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SHRINK
+from conftest import SHRINK, as_flags
 
 from stch_set.bench import Job, run_bench, run_jobs
 from stch_set.claims import FLOOR, compute_claims
@@ -169,3 +169,37 @@ def test_bench_without_results_dir_writes_runs_not_results(tmp_path, monkeypatch
     assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["mode"] == "quick"
     assert (tmp_path / "runs/quick/figures/quick_worst.png").exists()
     assert not (tmp_path / "results").exists()
+
+
+def run_cli(*argv: str) -> None:
+    from stch_set import cli
+
+    assert cli.main(list(argv)) == 0
+
+
+def test_seeds_as_partial_files_merge_to_the_one_process_bench(tmp_path, monkeypatch):
+    """bench over seeds (0, 1) in one process, and the same seeds as two --partial-out jobs merged
+    with --merge: the same tuned learning rates, the same per-seed metrics up to float rounding
+    (a batch of two seeds against each seed alone) and the same claims (issue 58)."""
+    monkeypatch.chdir(tmp_path)
+    common = ["bench", "--preset", "quick", *as_flags(SHRINK)]
+    run_cli(*common, "--seeds", "0", "1", "--out", "r01", "--results-dir", "one")
+    parts = [f"part{seed}.json" for seed in (0, 1)]
+    for seed, part in zip((0, 1), parts):
+        run_cli(*common, "--seeds", str(seed), "--out", f"r{seed}", "--partial-out", part)
+        assert list(json.loads(Path(part).read_text())["per_seed"]) == [str(seed)]
+    run_cli(*common, "--merge", *parts, "--results-dir", "merged")
+    one = json.loads(Path("one/quick.json").read_text())
+    merged = json.loads(Path("merged/quick.json").read_text())
+    assert merged["seeds"] == one["seeds"] == [0, 1]
+    assert merged["tuning"]["chosen"] == one["tuning"]["chosen"]
+    assert merged["tuning"]["used"] == one["tuning"]["used"]
+    assert merged["metrics"].keys() == one["metrics"].keys()
+    for label, metrics in one["metrics"].items():
+        assert merged["metrics"][label].keys() == metrics.keys()
+        for key, summary in metrics.items():
+            if not key.endswith("seconds_per_seed"):  # wall clock: differs between any two runs
+                got = merged["metrics"][label][key]["values"]
+                assert got == pytest.approx(summary["values"], rel=1e-5, abs=1e-9), (label, key)
+    verdicts = lambda doc: [(c["id"], c["holds"], c["negative_control"]) for c in doc["claims"]]
+    assert verdicts(merged) == verdicts(one)

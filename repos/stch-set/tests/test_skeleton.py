@@ -21,7 +21,9 @@ from stch_set.config import PRESETS, Config, validate
 
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
-GPU_SMOKE = shlex.split("bench --preset full --seeds 0 1 2 --steps 2 --tune-steps 2 --tune-lrs 0.01 0.1 --nsga-pop 4 --nsga-generations 2 --k-sweep 3 --m-sweep 128 --perf-steps 3 --official-steps 3 --target-steps 2 --perf-m 8 --perf-k 3 --quiet")
+GPU_SMOKE = shlex.split(
+    "bench --preset full --seeds 0 1 2 --steps 2 --tune-steps 2 --tune-lrs 0.01 0.1 --nsga-pop 4 --nsga-generations 2 --k-sweep 3 --m-sweep 128 --perf-steps 3 --official-steps 3 --target-steps 2 --perf-m 8 --perf-k 3 --quiet",
+)
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from scipy import stats
 
 from . import data, renorm, samplers
 from .config import Config
-from .results import atomic_write_json, claim, results_document, save_figure, summarize
+from .results import claim, results_document, summarize, write_results
+from .runtime import results_dir_of
 from .train import METHODS, linear_problem, train_and_evaluate
 
 matplotlib.use("Agg")
@@ -246,7 +247,8 @@ def linear_figure(cfg: Config, metrics: dict, ax) -> None:
     ax.legend(fontsize=7)
 
 
-def figures(cfg: Config, metrics: dict, figdir: Path) -> None:
+def figures(cfg: Config, metrics: dict) -> dict:
+    """File name -> figure: the variance ratios (Figure 1) and the sublinear widths."""
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
     linear_figure(cfg, metrics, ax1)
@@ -264,8 +266,7 @@ def figures(cfg: Config, metrics: dict, figdir: Path) -> None:
     )
     plain_log_ticks(ax2, cfg.relu_alphas)
     ax2.legend(fontsize=7)
-    save_figure(fig, figdir / f"{prefix}variance_ratio.png")
-    plt.close(fig)
+    out = {f"{prefix}variance_ratio.png": fig}
 
     fig, ax = plt.subplots(figsize=(6, 4))
     widths = cfg.sub_relu_widths
@@ -289,8 +290,8 @@ def figures(cfg: Config, metrics: dict, figdir: Path) -> None:
     )
     plain_log_ticks(ax, widths)
     ax.legend(fontsize=7)
-    save_figure(fig, figdir / f"{prefix}sublinear.png")
-    plt.close(fig)
+    out[f"{prefix}sublinear.png"] = fig
+    return out
 
 
 def run_bench(cfg: Config) -> dict:
@@ -303,7 +304,6 @@ def run_bench(cfg: Config) -> dict:
             per_method[method].setdefault(quantity, []).append(value)
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     performance = sampler_speed(cfg)
-    figures(cfg, metrics, Path(cfg.results_dir) / "figures")
     doc = results_document(
         PAPER,
         cfg.name,
@@ -316,5 +316,5 @@ def run_bench(cfg: Config) -> dict:
     )
     doc["tuning"] = TUNING
     doc["config"] = dataclasses.asdict(cfg)
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures(cfg, metrics))
     return doc

@@ -1,40 +1,47 @@
-"""Command line: `bnn-renorm {train,eval,bench} [--preset demo|quick|paper|full] [--FIELD VALUE ...]`.
+# generated from tools/template/src/<package>/cli.py by tools/sync.py; edit there, then run python3 tools/sync.py
+"""Command line: `bnn-renorm COMMAND [--preset NAME] [--FIELD VALUE ...]`.
 
-Thin on purpose: flags become a Config (every field is a flag), then the library is called.
-Misuse (unknown command, bad preset, bad value) prints one line to stderr and exits 2.
+Thin on purpose: flags become a Config (every field is a flag), the device and output paths are
+checked, then the command that hooks.py names runs. Misuse (unknown command, bad preset or value,
+missing CUDA, an output path that cannot be written, a corrupt file) prints one line to stderr and
+exits 2, before any work starts where it can be known then.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import io
 import json
 import sys
+from pathlib import Path
+from typing import Any
 
 import tyro
 
+from . import hooks
 from .config import PRESETS, Config, validate
+from .runtime import check_readable_run, check_writable_dir, resolve_device, results_dir_of
 
-COMMANDS = {
-    "train": "run every estimator and sampler for --seed and write metrics to --out "
-    "(default preset: demo, one to two minutes)",
-    "eval": "print the metrics of a finished run in --out",
-    "bench": "run train over --seeds, then write <results-dir>/<preset>.json and figures "
-    "(default preset: quick)",
-}
-DEFAULT_PRESET = {"train": "demo", "eval": "demo", "bench": "quick"}
-USAGE = (
-    "usage: bnn-renorm {train,eval,bench} [--preset demo|quick|paper|full] [--FIELD VALUE ...]\n\n"
-    + "\n".join(f"  {name:6s} {text}" for name, text in COMMANDS.items())
-    + "\n\n`bnn-renorm COMMAND --help` lists every flag with its meaning and preset default."
-)
+PROG = "bnn-renorm"
 
 
-def parse(command: str, argv: list[str]) -> Config:
-    """Split off --preset, then let tyro turn the remaining flags into a Config."""
-    preset, rest, i = DEFAULT_PRESET.get(command, "quick"), [], 0
+def usage() -> str:
+    rows = "\n".join(f"  {name:9s} {cmd.help}" for name, cmd in hooks.COMMANDS.items())
+    return (
+        f"usage: {PROG} {{{','.join(hooks.COMMANDS)}}} [--preset {'|'.join(PRESETS)}] "
+        f"[--FIELD VALUE ...]\n\n{rows}\n\n"
+        f"`{PROG} COMMAND --help` lists every flag with its meaning and preset default."
+    )
+
+
+def split_preset(argv: list[str], default: str = "quick") -> tuple[str, list[str]]:
+    """(--preset value, the other arguments); `default` when --preset is not given."""
+    preset, rest, i = default, [], 0
     while i < len(argv):
         if argv[i] == "--preset":
             if i + 1 >= len(argv):
-                raise ValueError(f"--preset needs a value: one of {', '.join(PRESETS)}")
+                raise ValueError(f"--preset needs a value: one of {sorted(PRESETS)}")
             preset, i = argv[i + 1], i + 2
             continue
         if argv[i].startswith("--preset="):
@@ -44,47 +51,104 @@ def parse(command: str, argv: list[str]) -> Config:
         i += 1
     if preset not in PRESETS:
         raise ValueError(f"--preset must be one of {sorted(PRESETS)}, got {preset!r}")
-    cfg = tyro.cli(
-        Config,
-        default=PRESETS[preset],
-        args=rest,
-        prog=f"bnn-renorm {command}",
-        description=f"{COMMANDS[command]}. --preset {'|'.join(PRESETS)} picks the defaults "
-        f"(now: {preset}).",
-    )
-    return validate(cfg)
+    return preset, rest
+
+
+def first_message(boxed: str) -> str:
+    """The first paragraph of tyro's boxed error, as one line."""
+    lines: list[str] = []
+    for raw in boxed.splitlines()[1:]:
+        text = raw.strip().strip("│").strip()
+        if text.startswith(("─", "╰")) or (lines and not text):
+            break
+        if text:
+            lines.append(text)
+    return " ".join(lines) or "could not parse the command line"
+
+
+def parse(command: str, argv: list[str]) -> Config:
+    """Split off --preset, let tyro turn the remaining flags into a Config, validate it."""
+    preset, rest = split_preset(argv, hooks.COMMANDS[command].preset)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            cfg = tyro.cli(
+                Config,
+                default=PRESETS[preset],
+                args=rest,
+                prog=f"{PROG} {command}",
+                description=f"{hooks.COMMANDS[command].help}. --preset {'|'.join(PRESETS)} "
+                f"picks the defaults (now: {preset}).",
+            )
+    except SystemExit as exc:
+        if exc.code in (0, None):  # --help (tyro prints it to stdout)
+            raise
+        raise ValueError(first_message(err.getvalue())) from None
+    return cfg
+
+
+def prepare(command: str, argv: list[str]) -> Config:
+    """Parse, validate, resolve the device and check the command's paths: everything that can
+    fail before work starts."""
+    cfg = parse(command, argv)
+    before = getattr(hooks, "before_import", None)
+    if before is not None:
+        before(cfg)
+    validate(cfg)
+    device = resolve_device(cfg.device)
+    if device != cfg.device:
+        cfg = dataclasses.replace(cfg, device=device)
+    spec = hooks.COMMANDS[command]
+    if (cfg.partial_out or cfg.merge) and not getattr(hooks, "SPLITS_BY_SEED", False):
+        raise ValueError(
+            "--partial-out/--merge: this project's bench does not split by seed yet "
+            "(hooks.SPLITS_BY_SEED is not set)"
+        )
+    if cfg.partial_out:
+        check_writable_dir(Path(cfg.partial_out).parent, "--partial-out")
+    for field in spec.writes:
+        path = results_dir_of(cfg) if field == "results_dir" else getattr(cfg, field)
+        check_writable_dir(path, "--" + field.replace("_", "-"))
+    if spec.reads:
+        check_readable_run(getattr(cfg, spec.reads), "--" + spec.reads.replace("_", "-"))
+    return cfg
+
+
+def run(command: str, argv: list[str]) -> Any:
+    spec = hooks.COMMANDS[command]
+    if spec.raw:
+        return spec.run(argv)
+    return spec.run(prepare(command, argv))
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
+        print(usage())
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
-    if command not in COMMANDS:
+    if command not in hooks.COMMANDS:
         print(
-            f"error: unknown command {command!r}; expected one of {', '.join(COMMANDS)}",
+            f"error: unknown command {command!r}; expected one of {', '.join(hooks.COMMANDS)}",
             file=sys.stderr,
         )
         return 2
     try:
-        cfg = parse(command, rest)
-        if command == "train":
-            from .train import train_and_evaluate
-
-            result = train_and_evaluate(cfg, cfg.out)
-        elif command == "eval":
-            from .train import evaluate
-
-            result = evaluate(cfg.out)
-        else:
-            from .bench import run_bench
-
-            result = {c["id"]: c["holds"] for c in run_bench(cfg)["claims"]}
-    except ValueError as exc:
+        result = run(command, rest)
+    except (ValueError, FloatingPointError) as exc:  # misuse; a loss that diverged (lr too high)
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2))
+    except OSError as exc:  # a path that became unwritable after the checks, a full disk
+        where = exc.filename if exc.filename is not None else "output"
+        print(f"error: cannot write {where}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help (0), or a raw command's argparse misuse (2)
+        return int(exc.code or 0)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    if result is not None:
+        print(json.dumps(result, indent=2))
     return 0
 
 

@@ -9,74 +9,62 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from .runtime import Annotated, Ge, Gt, MinLen, RunConfig, check_bounds
+
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data and samplers."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """JAX platform to run on (cpu, or gpu / cuda for an NVIDIA GPU)."""
-    out: str = "runs/quick"
-    """Folder for config.json and metrics.json."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
-    s2: float = 1.0
+class Config(RunConfig):
+    s2: Annotated[float, Gt(0)] = 1.0
     """Prior variance sigma^2 of every weight."""
-    temperature: float = 0.02
+    temperature: Annotated[float, Gt(0)] = 0.02
     """Gibbs temperature T (observation-noise variance) of the linear-network posteriors."""
-    n0: int = 500
+    n0: Annotated[int, Ge(1)] = 500
     """Input dimension N0 of the linear teacher (the paper's Figure 1: N0 = 500)."""
-    p: int = 200
+    p: Annotated[int, Ge(1)] = 200
     """Training points P of the linear-width experiment (the paper's Figure 1: P = 200)."""
-    alphas: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0)
+    alphas: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.25, 0.5, 1.0, 2.0, 4.0)
     """Load factors alpha = P / N of the linear-width experiment (width N = P / alpha)."""
-    n_test: int = 20
+    n_test: Annotated[int, Ge(1)] = 20
     """Test inputs at which predictive variances are averaged."""
-    teacher_scale: float = 3.0
+    teacher_scale: Annotated[float, Gt(0)] = 3.0
     """Scale of the teacher's targets (moves u / s2 well away from 1)."""
-    teacher_noise: float = 0.1
+    teacher_noise: Annotated[float, Ge(0)] = 0.1
     """Standard deviation of the teacher's label noise before scaling."""
-    gibbs_sweeps: int = 400
+    gibbs_sweeps: Annotated[int, Ge(1)] = 400
     """Blocked Gibbs sweeps of the sampler-speed comparison (the linear ground truth is quadrature)."""
-    burn_in: int = 100
+    burn_in: Annotated[int, Ge(0)] = 100
     """Gibbs sweeps discarded at the start of that chain."""
-    relu_p: int = 24
+    relu_p: Annotated[int, Ge(1)] = 24
     """Training images of the ReLU linear-width experiment (digits, or MNIST with --mnist-*)."""
-    relu_alphas: tuple[float, ...] = (0.5, 2.0)
+    relu_alphas: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.5, 2.0)
     """Load factors of the ReLU linear-width experiment."""
-    relu_temperature: float = 0.05
+    relu_temperature: Annotated[float, Gt(0)] = 0.05
     """Temperature of the ReLU posteriors."""
-    nuts_warmup: int = 100
+    nuts_warmup: Annotated[int, Ge(0)] = 100
     """NUTS warm-up steps per chain in the ReLU linear-width experiment."""
-    nuts_samples: int = 100
+    nuts_samples: Annotated[int, Ge(1)] = 100
     """NUTS samples kept per chain in the ReLU linear-width experiment."""
     mnist_images: str = ""
     """MNIST images idx file (train-images-idx3-ubyte[.gz]); with --mnist-labels, replaces digits."""
     mnist_labels: str = ""
     """MNIST labels idx file (train-labels-idx1-ubyte[.gz]) matching --mnist-images."""
-    sub_relu_p: int = 200
+    sub_relu_p: Annotated[int, Ge(1)] = 200
     """Training points of the sublinear-width experiment (linear teacher, the paper's P = 200)."""
-    sub_relu_n0: int = 40
+    sub_relu_n0: Annotated[int, Ge(1)] = 40
     """Input dimension of the sublinear-width experiment (the paper's N0 = 40)."""
-    sub_relu_widths: tuple[int, ...] = (2, 5, 10, 20)
+    sub_relu_widths: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (2, 5, 10, 20)
     """Widths N of the sublinear-width experiment (the paper's N in {2, 5, 10, 20})."""
-    sub_nuts_warmup: int = 400
+    sub_nuts_warmup: Annotated[int, Ge(0)] = 400
     """NUTS warm-up steps per chain in the sublinear-width experiment (30 + 30 flips its claim)."""
-    sub_nuts_samples: int = 400
+    sub_nuts_samples: Annotated[int, Ge(1)] = 400
     """NUTS samples kept per chain in the sublinear-width experiment."""
-    sub_restarts: int = 4
+    sub_restarts: Annotated[int, Ge(1)] = 4
     """Trained networks (MAP restarts) whose kernel spectra the sublinear estimator pools."""
-    perf_p: int = 40
+    perf_p: Annotated[int, Ge(1)] = 40
     """Training points of the sampler-speed comparison (linear teacher)."""
-    perf_n0: int = 80
+    perf_n0: Annotated[int, Ge(1)] = 80
     """Input dimension of the sampler-speed comparison."""
-    perf_width: int = 10
+    perf_width: Annotated[int, Ge(1)] = 10
     """Width of the network on which Gibbs and NUTS effective samples per second are compared."""
 
 
@@ -120,7 +108,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="gpu",
+        device="auto",
         alphas=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
         gibbs_sweeps=20_000,
         burn_in=4_000,
@@ -138,35 +126,12 @@ PRESETS: dict[str, Config] = {
 
 
 def validate(cfg: Config) -> Config:
-    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    for name in ("s2", "temperature", "relu_temperature"):
-        if not getattr(cfg, name) > 0:
-            raise ValueError(f"{name} must be > 0, got {getattr(cfg, name)}")
-    for name in (
-        "n0",
-        "p",
-        "n_test",
-        "relu_p",
-        "sub_relu_p",
-        "sub_relu_n0",
-        "perf_width",
-        "perf_p",
-        "perf_n0",
-        "nuts_samples",
-        "sub_nuts_samples",
-        "sub_restarts",
-    ):
-        if getattr(cfg, name) < 1:
-            raise ValueError(f"{name} must be >= 1, got {getattr(cfg, name)}")
-    if not 0 <= cfg.burn_in < cfg.gibbs_sweeps:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged.
+
+    Single-field bounds stand beside the fields (check_bounds); these checks involve several."""
+    check_bounds(cfg)
+    if cfg.burn_in >= cfg.gibbs_sweeps:
         raise ValueError(f"need 0 <= burn_in < gibbs_sweeps, got {cfg.burn_in}, {cfg.gibbs_sweeps}")
-    if cfg.nuts_warmup < 0 or cfg.sub_nuts_warmup < 0:
-        raise ValueError("nuts_warmup and sub_nuts_warmup must be >= 0")
-    lists = (cfg.alphas, cfg.relu_alphas, cfg.sub_relu_widths, cfg.seeds)
-    if not all(lists):
-        raise ValueError("alphas, relu_alphas, sub_relu_widths and seeds must each name a value")
-    if min(cfg.alphas + cfg.relu_alphas) <= 0 or min(cfg.sub_relu_widths) < 1:
-        raise ValueError("alphas must be > 0 and sub_relu_widths >= 1")
     if max(cfg.sub_relu_widths) >= cfg.sub_relu_p:
         raise ValueError(
             f"the sublinear experiment needs every width < sub_relu_p={cfg.sub_relu_p}, "
@@ -178,6 +143,4 @@ def validate(cfg: Config) -> Config:
         path = getattr(cfg, name)
         if path and not Path(path).is_file():
             raise ValueError(f"{name}: no such file {path!r}")
-    if cfg.device not in ("cpu", "gpu", "cuda"):
-        raise ValueError(f"device must be cpu, gpu or cuda, got {cfg.device!r}")
     return cfg

@@ -138,6 +138,58 @@ def laplace_fresh_variance(params: dict, x, y, x_test, s2, t, activation=jax.nn.
     return float(np.mean(np.sum(j_test * np.linalg.solve(prec, j_test.T).T, axis=1)))
 
 
+def sublinear_networks(
+    seed: int,
+    x: jax.Array,
+    y: jax.Array,
+    width: int,
+    s2: float,
+    t: float,
+    restarts: int,
+    activation=jax.nn.relu,
+) -> tuple[list[dict], list[dict]]:
+    """The estimator's networks: `restarts` width-N networks trained to the Gibbs energy's minimum
+    (choice 1 above) and as many untrained prior draws (the negative control)."""
+    check_finite("inputs", x)
+    check_finite("targets", y)
+    check_positive("prior variance s2", s2)
+    if restarts < 1:
+        raise ValueError(f"restarts must be >= 1, got {restarts}")
+    keys = jax.random.split(jax.random.PRNGKey(seed), 2 * restarts)
+    trained = [train_map(k, x, y, width, s2, t, activation) for k in keys[:restarts]]
+    untrained = [prior_draw(k, width, x.shape[1], s2) for k in keys[restarts:]]
+    return trained, untrained
+
+
+def estimate_from_networks(
+    trained: list[dict],
+    untrained: list[dict],
+    x: jax.Array,
+    y: jax.Array,
+    x_test: jax.Array,
+    s2: float,
+    t: float,
+    activation=jax.nn.relu,
+) -> dict[str, float]:
+    """Mean fresh-input variances of the estimator, its control and its ablation.
+
+    "estimator": the integral formula on the trained networks' pooled kernel spectra;
+    "untrained": the same on prior draws (the estimator without training, a negative control);
+    "laplace": the trained kernels' exact GP variance at the test inputs (no spectral step).
+    Divide the first two by `spectral_fresh_variance([nngp_spectrum], P, T)` and the third by
+    the exact NNGP variance, so that each ratio compares like with like.
+    """
+    p = x.shape[0]
+    spec = [empirical_kernel_spectrum(q, x, s2, activation) for q in trained]
+    spec0 = [empirical_kernel_spectrum(q, x, s2, activation) for q in untrained]
+    laplace = np.mean([laplace_fresh_variance(q, x, y, x_test, s2, t, activation) for q in trained])
+    return {
+        "estimator": spectral_fresh_variance(spec, p, t),
+        "untrained": spectral_fresh_variance(spec0, p, t),
+        "laplace": float(laplace),
+    }
+
+
 def sublinear_estimate(
     seed: int,
     x: jax.Array,
@@ -149,28 +201,6 @@ def sublinear_estimate(
     restarts: int,
     activation=jax.nn.relu,
 ) -> dict[str, float]:
-    """Mean fresh-input variances of the estimator, its control and its ablation.
-
-    "estimator": the integral formula on the trained networks' pooled kernel spectra;
-    "untrained": the same on prior draws (the estimator without training, a negative control);
-    "laplace": the trained kernels' exact GP variance at the test inputs (no spectral step).
-    Divide the first two by `spectral_fresh_variance([nngp_spectrum], P, T)` and the third by
-    the exact NNGP variance, so that each ratio compares like with like.
-    """
-    check_finite("inputs", x)
-    check_finite("targets", y)
-    check_positive("prior variance s2", s2)
-    if restarts < 1:
-        raise ValueError(f"restarts must be >= 1, got {restarts}")
-    p = x.shape[0]
-    keys = jax.random.split(jax.random.PRNGKey(seed), 2 * restarts)
-    trained = [train_map(k, x, y, width, s2, t, activation) for k in keys[:restarts]]
-    untrained = [prior_draw(k, width, x.shape[1], s2) for k in keys[restarts:]]
-    spec = [empirical_kernel_spectrum(q, x, s2, activation) for q in trained]
-    spec0 = [empirical_kernel_spectrum(q, x, s2, activation) for q in untrained]
-    laplace = np.mean([laplace_fresh_variance(q, x, y, x_test, s2, t, activation) for q in trained])
-    return {
-        "estimator": spectral_fresh_variance(spec, p, t),
-        "untrained": spectral_fresh_variance(spec0, p, t),
-        "laplace": float(laplace),
-    }
+    """`estimate_from_networks` on the networks of `sublinear_networks` (trained here)."""
+    trained, untrained = sublinear_networks(seed, x, y, width, s2, t, restarts, activation)
+    return estimate_from_networks(trained, untrained, x, y, x_test, s2, t, activation)

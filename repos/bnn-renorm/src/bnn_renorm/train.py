@@ -10,7 +10,6 @@ Eq. 3 against Eq. 4), E2 ReLU nets on images (NUTS), E3 ReLU nets in the subline
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -22,9 +21,11 @@ from numpyro.diagnostics import effective_sample_size
 from tqdm import tqdm
 
 from . import data, kernels, renorm, samplers, sublinear
+from .checkpoint import Networks, load_networks, save_networks
 from .config import Config, validate
-from .results import atomic_write_json
+from .results import atomic_write_json, read_config, read_json
 
+NETWORKS = "networks.safetensors"  # the sublinear estimator's trained networks, per width
 METHODS = (
     "exact",
     "bpkr",
@@ -105,7 +106,23 @@ class Progress:
         self.bar.close()
 
 
-def linear_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]:
+class MissingTruth(ValueError):
+    """metrics.json lacks a ground truth that eval needs."""
+
+
+def ground_truth(saved: dict | None, key: str, compute) -> float:
+    """The ground truth of one setting: computed now (train), or the value `train` saved in
+    metrics.json (eval re-scores the estimators against it without re-running the samplers)."""
+    if saved is None:
+        return compute()
+    if not isinstance(saved.get(key), int | float):
+        raise MissingTruth(f"no ground truth {key!r}; run `train` again")
+    return float(saved[key])
+
+
+def linear_width(
+    cfg: Config, seed: int, progress: Progress, saved: dict | None = None
+) -> dict[str, float]:
     """E1: BPKR (Eq. 4) and the MP integral estimator (Eq. 3) against exact quadrature."""
     _, y, _, blocks = linear_problem(cfg, cfg.p, seed)
     s2, t, ratio = cfg.s2, cfg.temperature, cfg.p / cfg.n0
@@ -116,7 +133,11 @@ def linear_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]
     out = {}
     for alpha in cfg.alphas:
         width = max(1, round(cfg.p / alpha))
-        truth = float(jnp.mean(samplers.exact_linear_posterior(*blocks, y, width, s2, t)[1])) / v_gp
+
+        def exact(width=width):
+            return float(jnp.mean(samplers.exact_linear_posterior(*blocks, y, width, s2, t)[1]))
+
+        truth = ground_truth(saved, f"exact|lin_ratio_a{alpha:g}", lambda: exact() / v_gp)
         u = renorm.bpkr_u(blocks[0], y, width, s2, t)
         bpkr = renorm.renormalised_variance_ratio(*blocks, y, u, s2, t)
         mp = {}
@@ -136,7 +157,9 @@ def linear_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]
     return out
 
 
-def relu_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]:
+def relu_width(
+    cfg: Config, seed: int, progress: Progress, saved: dict | None = None
+) -> dict[str, float]:
     """E2: BPKR with the ReLU NNGP kernel (and its linearisation) against NUTS on images."""
     x, y, x_test, blocks = relu_problem(cfg, seed)
     s2, t = cfg.s2, cfg.relu_temperature
@@ -145,10 +168,14 @@ def relu_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]:
     out = {}
     for alpha in cfg.relu_alphas:
         width = max(1, round(cfg.relu_p / alpha))
-        post = samplers.nuts_collapsed(
-            seed, x, y, x_test, width, s2, t, cfg.nuts_warmup, cfg.nuts_samples
-        )
-        truth = float(jnp.mean(post.var)) / v_gp
+
+        def nuts(width=width):
+            post = samplers.nuts_collapsed(
+                seed, x, y, x_test, width, s2, t, cfg.nuts_warmup, cfg.nuts_samples
+            )
+            return float(jnp.mean(post.var)) / v_gp
+
+        truth = ground_truth(saved, f"nuts_relu|relu_ratio_a{alpha:g}", nuts)
         u = renorm.bpkr_u(blocks[0], y, width, s2, t)
         u_lin = renorm.bpkr_u(k_lin, y, width, s2, t)
         est = {
@@ -165,9 +192,18 @@ def relu_width(cfg: Config, seed: int, progress: Progress) -> dict[str, float]:
     return out
 
 
-def sublinear_relu(cfg: Config, seed: int, progress: Progress) -> dict[str, float]:
+def sublinear_relu(
+    cfg: Config,
+    seed: int,
+    progress: Progress,
+    saved: dict | None = None,
+    networks: Networks | None = None,
+) -> tuple[dict[str, float], Networks]:
     """E3, the paper's sublinear setting (one ReLU layer, linear teacher, P / N0 = 5): NUTS
-    against BPKR, the sublinear estimator, its untrained control and its Laplace ablation."""
+    against BPKR, the sublinear estimator, its untrained control and its Laplace ablation.
+
+    Returns the metrics and the estimator's networks; with `saved` and `networks` (eval) the
+    NUTS ground truth and its diagnostics come from `saved` and no network is trained."""
     x, y, x_test = data.linear_teacher(
         cfg.sub_relu_p,
         cfg.sub_relu_n0,
@@ -181,14 +217,27 @@ def sublinear_relu(cfg: Config, seed: int, progress: Progress) -> dict[str, floa
     v_gp = nngp_mean_variance(blocks, y, s2, t)
     lam_gp = np.linalg.eigvalsh(np.asarray(s2 * blocks[0]))
     v_gp_spectral = sublinear.spectral_fresh_variance([lam_gp], cfg.sub_relu_p, t)
-    out = {}
+    out, nets = {}, {}
     for width in cfg.sub_relu_widths:
-        post = samplers.nuts_collapsed(
-            seed, x, y, x_test, width, s2, t, cfg.sub_nuts_warmup, cfg.sub_nuts_samples
-        )
-        truth = float(jnp.mean(post.var)) / v_gp
+        keys = [f"nuts_relu|subrelu_{q}_n{width}" for q in ("ratio", "readout_share", "ess")]
+        if saved is None:
+            post = samplers.nuts_collapsed(
+                seed, x, y, x_test, width, s2, t, cfg.sub_nuts_warmup, cfg.sub_nuts_samples
+            )
+            truth = float(jnp.mean(post.var)) / v_gp
+            # readout share; effective sample size of f(x*_0) (a single-chain mixing diagnostic)
+            diagnostics = (
+                float(jnp.mean(post.within) / jnp.mean(post.var)),
+                float(effective_sample_size(np.asarray(post.trace)[None])),
+            )
+        else:
+            truth, *diagnostics = (ground_truth(saved, k, None) for k in keys)
+        if networks is None:
+            nets[width] = sublinear.sublinear_networks(seed, x, y, width, s2, t, cfg.sub_restarts)
+        else:
+            nets[width] = networks[width]
         u = renorm.bpkr_u(blocks[0], y, width, s2, t)
-        sub = sublinear.sublinear_estimate(seed, x, y, x_test, width, s2, t, cfg.sub_restarts)
+        sub = sublinear.estimate_from_networks(*nets[width], x, y, x_test, s2, t)
         est = {
             "bpkr_relu": renorm.renormalised_variance_ratio(*blocks, y, u, s2, t),
             "sublinear": sub["estimator"] / v_gp_spectral,
@@ -196,48 +245,65 @@ def sublinear_relu(cfg: Config, seed: int, progress: Progress) -> dict[str, floa
             "sublinear_laplace": sub["laplace"] / v_gp,
             "nngp": 1.0,
         }
-        out[f"nuts_relu|subrelu_ratio_n{width}"] = truth
-        out[f"nuts_relu|subrelu_readout_share_n{width}"] = float(
-            jnp.mean(post.within) / jnp.mean(post.var)
-        )
-        # Effective sample size of f(x*_0) along the chain (a single-chain mixing diagnostic).
-        out[f"nuts_relu|subrelu_ess_n{width}"] = float(
-            effective_sample_size(np.asarray(post.trace)[None])
-        )
+        out |= dict(zip(keys, (truth, *diagnostics), strict=True))
         for name, value in est.items():
             out[f"{name}|subrelu_ratio_n{width}"] = value
             out[f"{name}|subrelu_relerr_n{width}"] = relerr(value, truth)
             out[f"{name}|subrelu_logerr_n{width}"] = abs(float(np.log(value / truth)))
         progress.step(f"sublinear N={width}")
-    return out
+    return out, nets
+
+
+def jax_device(cfg: Config):
+    """The JAX device of cfg.device (cpu, cuda, cuda:N; the CLI has resolved auto)."""
+    kind, _, index = cfg.device.partition(":")
+    try:
+        return jax.devices("gpu" if kind == "cuda" else kind)[int(index or 0)]
+    except (RuntimeError, IndexError) as exc:
+        raise ValueError(f"device {cfg.device!r} is not available to JAX ({exc})") from exc
 
 
 def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
-    """Run E1-E3 for cfg.seed and return the flat metrics; writes workdir/config.json first."""
+    """Run E1-E3 for cfg.seed and return the flat metrics; writes workdir/config.json first,
+    then the sublinear estimator's networks (networks.safetensors) and metrics.json."""
     validate(cfg)
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     total = len(cfg.alphas) + len(cfg.relu_alphas) + len(cfg.sub_relu_widths)
-    try:
-        device = jax.devices("gpu" if cfg.device == "cuda" else cfg.device)[0]
-    except RuntimeError as exc:
-        raise ValueError(f"device {cfg.device!r} is not available to JAX ({exc})") from exc
+    device = jax_device(cfg)
     progress = Progress(total, f"seed {cfg.seed}", cfg.quiet)
     try:
         with jax.default_device(device):
             metrics = linear_width(cfg, cfg.seed, progress)
             metrics |= relu_width(cfg, cfg.seed, progress)
-            metrics |= sublinear_relu(cfg, cfg.seed, progress)
+            sub, nets = sublinear_relu(cfg, cfg.seed, progress)
+            metrics |= sub
     finally:
         progress.close()
+    save_networks(workdir / NETWORKS, nets)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def evaluate(cfg: Config, workdir: str | Path) -> dict:
+    """Re-score a finished run: the estimators again (BPKR, Eq. 3, and the sublinear estimator on
+    the networks `train` saved in networks.safetensors) against the ground truths `train` saved
+    in metrics.json (quadrature and NUTS, not re-run). Returns {"metrics": the flat metrics,
+    "max_abs_diff_vs_train": their largest distance to metrics.json's} (0 for a deterministic run).
+    The run's config.json sets the experiment; `cfg` (the command line's) only the device.
+    """
+    workdir = Path(workdir)
+    run = read_config(workdir / "config.json", Config, validate)
+    saved = read_json(workdir / "metrics.json", "metrics file")
+    nets = load_networks(workdir / NETWORKS, run.sub_relu_widths, run.sub_restarts)
+    progress = Progress(0, "eval", True)
+    try:
+        with jax.default_device(jax_device(cfg)):
+            metrics = linear_width(run, run.seed, progress, saved)
+            metrics |= relu_width(run, run.seed, progress, saved)
+            metrics |= sublinear_relu(run, run.seed, progress, saved, nets)[0]
+    except MissingTruth as exc:
+        raise ValueError(f"{workdir / 'metrics.json'}: {exc}") from None
+    diff = [abs(v - saved[k]) for k, v in metrics.items() if isinstance(saved.get(k), int | float)]
+    return {"max_abs_diff_vs_train": max(diff, default=0.0), "metrics": metrics}

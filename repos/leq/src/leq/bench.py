@@ -16,14 +16,8 @@ from tqdm import tqdm
 
 from . import agents, baselines, workers
 from .config import DATA_VARIANTS, Config, validate
-from .results import (
-    atomic_write_json,
-    claim,
-    paired_interval,
-    results_document,
-    save_figure,
-    summarize,
-)
+from .results import claim, paired_interval, results_document, summarize, write_results
+from .runtime import results_dir_of
 from .train import (
     as_arrays,
     fit_world_model,
@@ -123,7 +117,8 @@ def maze_claims(cfg: Config, runs: dict, vals: dict[str, list[float]], env: str)
         holds, reason, d = gap_check(vals["LEQ"], vals[other], kind)
         mean = lambda v: sum(v) / len(v)
         c = claim(cid, statement, paper,
-                  f"{mean(vals['LEQ']):.1f} vs {mean(vals[other]):.1f} ({_fmt(d)})", holds, reason)  # fmt: skip
+                  f"{mean(vals['LEQ']):.1f} vs {mean(vals[other]):.1f} ({_fmt(d)})", holds=holds,
+                  **({"reason": reason} if reason else {}))  # fmt: skip
         c["paired_difference"] = d
         c["equal_updates"] = f"{cfg.steps} updates for every method (no tuning grid: one setting)"
         leq_runs = [runs[(env, "LEQ", s)] for s in cfg.seeds]
@@ -260,15 +255,15 @@ def performance(cfg: Config) -> list[dict]:
     ]
 
 
-def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict]) -> None:
-    """Scores (one panel per task) and update speed, into <results_dir>/figures; the quick
-    preset keeps the names scores.png / updates_per_s.png, other presets prefix theirs."""
+def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict]) -> dict:
+    """Scores (one panel per task) and update speed: file name -> figure, for
+    <results_dir>/figures; the quick preset keeps the names scores.png / updates_per_s.png, other
+    presets prefix theirs."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig_dir = Path(cfg.results_dir) / "figures"
     prefix = "" if cfg.name == "quick" else f"{cfg.name}_"
     panels = [(f"{env} ({cfg.dataset}) success rate %", v) for env, v in maze_vals.items()]
     if dense_vals:
@@ -282,13 +277,12 @@ def make_figures(cfg: Config, maze_vals: dict, dense_vals: dict, perf: list[dict
             ax.scatter([i] * len(v), v, color="k", s=12, zorder=3)
         ax.set_title(title)
         ax.tick_params(axis="x", rotation=30)
-    save_figure(fig, fig_dir / f"{prefix}scores.png")
-    plt.close(fig)
+    figures = {f"{prefix}scores.png": fig}
     fig, ax = plt.subplots(figsize=(4.5, 3.2))
     ax.bar([p["id"].split("-")[0] for p in perf], [p["ours_updates_per_s"] for p in perf])
     ax.set_ylabel("updates / s (after compile)")
-    save_figure(fig, fig_dir / f"{prefix}updates_per_s.png")
-    plt.close(fig)
+    figures[f"{prefix}updates_per_s.png"] = fig
+    return figures
 
 
 def run_bench(cfg: Config) -> dict:
@@ -317,6 +311,6 @@ def run_bench(cfg: Config) -> dict:
         PAPER, cfg.name, list(cfg.seeds), metrics, claims, time.perf_counter() - start,
         cfg.device, perf,
     )  # fmt: skip
-    atomic_write_json(Path(cfg.results_dir) / f"{cfg.name}.json", doc)
-    make_figures(cfg, maze_vals, dense_vals, perf)
+    figures = make_figures(cfg, maze_vals, dense_vals, perf)
+    write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from .runtime import Annotated, Ge, Gt, Interval, RunConfig, check_bounds
+
 ENVS = ("umaze", "medium", "large", "pendulum", "pm-umaze", "pm-medium")
 POINTMAZE = ("pm-umaze", "pm-medium")  # gymnasium-robotics PointMaze (MuJoCo): leq.pointmaze
 METHODS = ("LEQ", "IQL", "MB-onestep", "LEQ-tau0.5", "LEQ-onestep", "LEQ-noblocked", "LEQ-oracle")
@@ -19,25 +21,11 @@ DATA_VARIANTS = {"LEQ-noblocked": ("LEQ", {"explore_prob": 0.0})}
 
 
 @dataclasses.dataclass(frozen=True)
-class Config:
-    name: str = "quick"
-    """Preset name; the benchmark writes results/<name>.json."""
-    seed: int = 0
-    """Random seed for data, initialisation and sampling."""
-    seeds: tuple[int, ...] = (0, 1, 2)
-    """Seeds the benchmark runs over."""
-    device: str = "cpu"
-    """JAX platform (cpu, gpu); the quick preset runs on cpu."""
-    threads: int = 1
+class Config(RunConfig):
+    threads: Annotated[int, Ge(1)] = 1
     """CPU threads for XLA (set before jax is imported by the CLI)."""
-    workers: int = 1
+    workers: Annotated[int, Ge(1)] = 1
     """Processes for the benchmark's (task, method, seed) runs: 1 = this process, >1 = one thread each."""
-    out: str = "runs/quick"
-    """Folder for config.json, metrics.json and checkpoints."""
-    results_dir: str = "results"
-    """Folder the benchmark writes <name>.json and figures/ into."""
-    quiet: bool = False
-    """Hide progress bars (they are also hidden when stderr is not a terminal)."""
     method: str = "LEQ"
     """Method that `train` runs: LEQ, IQL, MB-onestep, LEQ-tau0.5, LEQ-onestep, LEQ-noblocked
     (LEQ on maze data without random segments, explore_prob 0) or LEQ-oracle (LEQ imagining
@@ -59,76 +47,76 @@ class Config:
     """Local Minari dataset folder (MINARI_DATASETS_PATH root) to train on instead of generated data."""
     dataset_id: str = ""
     """Minari dataset id inside --dataset-path, e.g. pointmaze/umaze-diverse-v0."""
-    n_transitions: int = 100_000
+    n_transitions: Annotated[int, Ge(1)] = 100_000
     """Transitions in the generated dataset."""
-    episode_len: int = 100
+    episode_len: Annotated[int, Ge(2)] = 100
     """Length of one behaviour episode (cut short where it reaches the goal)."""
-    eval_episodes: int = 50
+    eval_episodes: Annotated[int, Ge(1)] = 50
     """Evaluation episodes (vectorised in JAX)."""
-    hidden: int = 256
+    hidden: Annotated[int, Ge(1)] = 256
     """Width of actor and critic MLPs (paper: 256)."""
-    layers: int = 3
+    layers: Annotated[int, Ge(1)] = 3
     """Hidden layers of actor and critic MLPs (paper: 3)."""
-    model_members: int = 7
+    model_members: Annotated[int, Ge(1)] = 7
     """World-model ensemble members (paper: 7)."""
-    model_elites: int = 5
+    model_elites: Annotated[int, Ge(1)] = 5
     """Elite members used for imagination (paper: 5)."""
-    model_hidden: int = 200
+    model_hidden: Annotated[int, Ge(1)] = 200
     """World-model hidden width (paper: 200)."""
-    model_layers: int = 4
+    model_layers: Annotated[int, Ge(1)] = 4
     """World-model hidden layers (paper: 4)."""
-    model_steps: int = 20_000
+    model_steps: Annotated[int, Ge(1)] = 20_000
     """World-model training steps."""
-    model_lr: float = 3e-4
+    model_lr: Annotated[float, Gt(0)] = 3e-4
     """World-model learning rate (paper: 3e-4)."""
-    bc_steps: int = 0
+    bc_steps: Annotated[int, Ge(0)] = 0
     """Behaviour-cloning steps that initialise the deterministic actor (paper's optional pretraining)."""
-    steps: int = 1_000_000
+    steps: Annotated[int, Ge(1)] = 1_000_000
     """Gradient updates of actor and critic (paper: 1e6)."""
-    batch: int = 256
+    batch: Annotated[int, Ge(1)] = 256
     """Batch size of dataset and model batches (paper: 256)."""
-    horizon: int = 10
+    horizon: Annotated[int, Ge(1)] = 10
     """Imagination horizon H (paper: 10)."""
-    gamma: float = 0.997
+    gamma: Annotated[float, Interval(gt=0, lt=1)] = 0.997
     """Discount (paper: 0.997)."""
-    lam: float = 0.95
+    lam: Annotated[float, Interval(ge=0, le=1)] = 0.95
     """Lambda of the lambda-returns (paper: 0.95)."""
-    beta: float = 0.25
+    beta: Annotated[float, Interval(ge=0, le=1)] = 0.25
     """Weight of the model-data critic loss vs the dataset loss (paper: 0.25)."""
-    tau: float = 0.1
+    tau: Annotated[float, Interval(gt=0, lt=1)] = 0.1
     """Lower expectile of LEQ (paper: 0.1 on AntMaze)."""
-    ema: float = 0.005
+    ema: Annotated[float, Interval(ge=0, le=1)] = 0.005
     """EMA rate of the critic copy used as a regulariser (paper: 0.005)."""
     actor_grad: str = "recursive"
     """How dQ^lambda_t/da_t is computed: jacrev (official, H+1 reverse passes) or recursive
     (one backward sweep; equal to jacrev to float precision, tested)."""
-    actor_lr: float = 3e-5
+    actor_lr: Annotated[float, Gt(0)] = 3e-5
     """Actor learning rate with cosine decay (paper: 3e-5)."""
-    critic_lr: float = 1e-4
+    critic_lr: Annotated[float, Gt(0)] = 1e-4
     """Critic learning rate (paper: 1e-4)."""
-    rollout_every: int = 1000
+    rollout_every: Annotated[int, Ge(1)] = 1000
     """Updates between MOPO-style dataset expansions (paper: 1000)."""
-    rollout_states: int = 50_000
+    rollout_states: Annotated[int, Ge(1)] = 50_000
     """Dataset states each expansion starts from (paper: 50k)."""
-    rollout_len: int = 5
+    rollout_len: Annotated[int, Ge(1)] = 5
     """Length of expansion rollouts with the stochastic policy (paper: 5)."""
-    rollout_retain: int = 5
+    rollout_retain: Annotated[int, Ge(1)] = 5
     """Expansions kept in the model buffer (paper: 5)."""
-    policy_std: float = 1.0
+    policy_std: Annotated[float, Ge(0)] = 1.0
     """Std of the expansion policy's Gaussian noise, added before the tanh (official: 1.0)."""
-    explore_prob: float = 0.05
+    explore_prob: Annotated[float, Interval(ge=0, le=1)] = 0.05
     """Maze data: per-step probability of starting a random-action segment (0: pure controller)."""
-    explore_len: int = 10
+    explore_len: Annotated[int, Ge(1)] = 10
     """Maze data: steps one random action of a segment is held (so the agent reaches walls)."""
-    mb_tau: float = 0.5
+    mb_tau: Annotated[float, Interval(gt=0, lt=1)] = 0.5
     """Expectile of the one-step model-based baseline (MOPO/MOBILE style: 0.5)."""
-    mb_beta: float = 0.95
+    mb_beta: Annotated[float, Interval(ge=0, le=1)] = 0.95
     """Model-data weight of the one-step model-based baseline (MOBILE: 0.95)."""
-    iql_expectile: float = 0.9
+    iql_expectile: Annotated[float, Interval(gt=0, lt=1)] = 0.9
     """IQL value expectile (IQL AntMaze: 0.9)."""
-    iql_temperature: float = 10.0
+    iql_temperature: Annotated[float, Ge(0)] = 10.0
     """IQL advantage temperature (IQL AntMaze: 10)."""
-    perf_steps: int = 200
+    perf_steps: Annotated[int, Ge(1)] = 200
     """Updates timed for the updates-per-second figure."""
 
 
@@ -192,7 +180,7 @@ PRESETS: dict[str, Config] = {
     "full": Config(
         name="full",
         out="runs/full",
-        device="gpu",
+        device="auto",
         seeds=(0, 1, 2, 3, 4),
         env="large",
         n_transitions=1_000_000,
@@ -204,25 +192,12 @@ PRESETS: dict[str, Config] = {
 
 
 def validate(cfg: Config) -> Config:
-    """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
-    if not 0.0 < cfg.tau < 1.0:
-        raise ValueError(f"tau must lie in (0, 1), got {cfg.tau}")
-    if not 0.0 < cfg.mb_tau < 1.0 or not 0.0 < cfg.iql_expectile < 1.0:
-        raise ValueError(
-            f"mb_tau and iql_expectile must lie in (0, 1), got {cfg.mb_tau}, {cfg.iql_expectile}"
-        )
-    if cfg.horizon < 1:
-        raise ValueError(f"horizon must be >= 1, got {cfg.horizon}")
-    if cfg.steps < 1:
-        raise ValueError(f"steps must be >= 1, got {cfg.steps}")
-    for field in ("batch", "rollout_every", "rollout_states", "rollout_len", "rollout_retain"):
-        if getattr(cfg, field) < 1:
-            raise ValueError(f"{field} must be >= 1, got {getattr(cfg, field)}")
-    if not 0.0 <= cfg.beta <= 1.0 or not 0.0 <= cfg.mb_beta <= 1.0:
-        raise ValueError(f"beta and mb_beta must lie in [0, 1], got {cfg.beta}, {cfg.mb_beta}")
-    if not 0.0 < cfg.gamma < 1.0 or not 0.0 <= cfg.lam <= 1.0:
-        raise ValueError(f"need gamma in (0, 1) and lam in [0, 1], got {cfg.gamma}, {cfg.lam}")
-    if not 1 <= cfg.model_elites <= cfg.model_members:
+    """Raise ValueError naming the bad field and what was expected; return cfg unchanged.
+
+    Single-field bounds stand beside the fields (check_bounds); these are the checks that
+    involve several fields or a set of names."""
+    check_bounds(cfg)
+    if cfg.model_elites > cfg.model_members:
         raise ValueError(
             f"model_elites must be in [1, model_members={cfg.model_members}], "
             f"got {cfg.model_elites}"
@@ -245,18 +220,6 @@ def validate(cfg: Config) -> Config:
             raise ValueError(f"unknown method {m!r}; expected one of {METHODS}")
     if bool(cfg.dataset_path) != bool(cfg.dataset_id):
         raise ValueError("--dataset-path and --dataset-id must be given together")
-    if cfg.n_transitions < cfg.batch or cfg.episode_len < 2 or cfg.eval_episodes < 1:
-        raise ValueError(
-            f"need n_transitions >= batch, episode_len >= 2, eval_episodes >= 1; got "
-            f"{cfg.n_transitions}, {cfg.episode_len}, {cfg.eval_episodes}"
-        )
-    if not cfg.seeds:
-        raise ValueError("seeds must name at least one seed")
-    if not 0.0 <= cfg.explore_prob <= 1.0 or cfg.explore_len < 1:
-        raise ValueError(
-            f"need explore_prob in [0, 1] and explore_len >= 1, got {cfg.explore_prob}, "
-            f"{cfg.explore_len}"
-        )
-    if cfg.threads < 1 or cfg.workers < 1:
-        raise ValueError(f"threads and workers must be >= 1, got {cfg.threads}, {cfg.workers}")
+    if cfg.n_transitions < cfg.batch:
+        raise ValueError(f"n_transitions must be >= batch={cfg.batch}, got {cfg.n_transitions}")
     return cfg

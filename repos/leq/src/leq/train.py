@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import json
 import os
 import pickle
 import sys
@@ -23,7 +22,7 @@ from . import world_model as wmod
 from .config import DATA_VARIANTS, POINTMAZE, Config, validate
 from .data import Dataset
 from .networks import Actor, Critic, Value, with_stats
-from .results import atomic_write_bytes, atomic_write_json
+from .results import atomic_write_bytes, atomic_write_json, read_config
 
 _CACHE: dict = {}  # datasets and world models shared by the methods of one seed
 _SHARED: list[Path] = []  # folder shared with the other benchmark workers (`share_folder`)
@@ -290,12 +289,40 @@ def train_and_evaluate(
     return metrics
 
 
-def evaluate(workdir: str | Path) -> dict[str, float]:
-    """Read back the metrics a previous `train` wrote into workdir."""
-    path = Path(workdir) / "metrics.json"
-    if not path.exists():
-        raise ValueError(f"no metrics.json in {workdir}; run `train --out {workdir}` first")
-    return json.loads(path.read_text())
+def load_run(workdir: str | Path) -> tuple[Config, dict]:
+    """(the run's Config, its actor parameters) from what `train` wrote into workdir.
+
+    Every file is checked: a missing or damaged one is a ValueError that names it."""
+    workdir = Path(workdir)
+    cfg = read_config(workdir / "config.json", Config, validate)
+    ckpt = workdir / "checkpoint.msgpack"
+    if not ckpt.is_file():
+        raise ValueError(f"{ckpt}: no such checkpoint; run `train --out {workdir}` first")
+    try:
+        actor = serialization.msgpack_restore(ckpt.read_bytes())["actor"]
+        inner = actor["params"]
+        act_dim = int(inner["MLP_0"][f"Dense_{cfg.layers}"]["bias"].shape[0])
+        obs = jnp.zeros((1, int(inner["obs_mean"].shape[0])))
+        widths = (cfg.hidden,) * cfg.layers
+        template = Actor(widths, act_dim).init(jax.random.PRNGKey(0), obs)
+        actor = serialization.from_state_dict(template, actor)
+        shapes = jax.tree_util.tree_map(jnp.shape, (template, actor))
+        if shapes[0] != shapes[1]:
+            raise ValueError(f"parameter shapes {shapes[1]} differ from the config's {shapes[0]}")
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:  # any damage
+        raise ValueError(f"{ckpt}: corrupt checkpoint ({exc}); run `train` again") from None
+    return cfg, actor
 
 
-__all__ = ["evaluate", "np", "train_and_evaluate"]
+def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float | str]:
+    """Load the actor a previous `train` saved in workdir and evaluate it again on the run's
+    task, with the evaluation key `train` used (so a JAX maze gives train's numbers back). The
+    run's own config.json decides everything; `cfg` (the command line's) is not used."""
+    run, actor = load_run(workdir)
+    act_dim = int(actor["params"]["MLP_0"][f"Dense_{run.layers}"]["bias"].shape[0])
+    k_eval = jax.random.split(jax.random.PRNGKey(run.seed))[1]
+    metrics = evaluate_actor(run, actor, act_dim, k_eval)
+    return {"method": run.method, "env": run.env, "seed": run.seed, **metrics}
+
+
+__all__ = ["evaluate", "load_run", "np", "train_and_evaluate"]

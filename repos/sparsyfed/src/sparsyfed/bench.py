@@ -1,4 +1,8 @@
-"""Benchmark: every method over the preset's seeds, paired claims with negative controls."""
+"""Benchmark: every method over the preset's seeds, paired claims with negative controls.
+
+Split into `run_seed` (one seed, every run of the grid) and `finish` (claims, figure and the
+results file), so that results.drive_bench can also run the seeds as separate jobs and merge
+them (--partial-out / --merge, tools/launch.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +16,15 @@ import numpy as np
 
 from .baselines import LABELS
 from .config import Config, validate
-from .results import claim, results_document, summarize, t_quantile, write_results
-from .runtime import results_dir_of
+from .results import (
+    claim,
+    drive_bench,
+    results_document,
+    summarize,
+    t_quantile,
+    write_results,
+)
+from .runtime import progress, results_dir_of
 from .train import train_and_evaluate
 
 PAPER = "sparsyfed"
@@ -251,56 +262,84 @@ def finished_run(workdir: Path, run_cfg: Config) -> dict | None:
     return metrics if same else None
 
 
-def run_bench(cfg: Config) -> dict:
-    """Every run of grid(cfg) over cfg.seeds (run folders under cfg.out); writes
-    <results-dir>/<name>.json and its figure together at the end."""
+def run_seed(cfg: Config, seed: int) -> dict:
+    """One seed of the bench: every run of grid(cfg) (run folders under cfg.out/<run>/seed<seed>).
+    Returns {"metrics": {row: {metric: value}}, "histories": {row: per-round history}} (JSON-able;
+    histories of the headline alpha's rows only, which the figure draws)."""
     validate(cfg)
-    start = time.perf_counter()
-    per_run: dict[str, dict[str, list[float]]] = {}
+    per_run: dict[str, dict[str, float]] = {}
     histories: dict[str, dict] = {}
-    for seed in cfg.seeds:
-        for method, alpha, sparsity, arch in grid(cfg):
-            key = label(method, alpha, sparsity, arch)
-            run_cfg = dataclasses.replace(
-                cfg,
-                seed=seed,
-                method=method,
-                alpha=alpha,
-                sparsity=sparsity,
-                arch=arch or cfg.arch,
-                quiet=True,
+    for method, alpha, sparsity, arch in grid(cfg):
+        key = label(method, alpha, sparsity, arch)
+        run_cfg = dataclasses.replace(
+            cfg,
+            seed=seed,
+            method=method,
+            alpha=alpha,
+            sparsity=sparsity,
+            arch=arch or cfg.arch,
+            quiet=True,
+        )
+        run_dir = f"{method}_a{alpha:g}_s{sparsity:g}" + (f"_{arch}" if arch else "")
+        workdir = Path(cfg.out) / run_dir / f"seed{seed}"
+        done = finished_run(workdir, run_cfg) if cfg.reuse_runs else None
+        per_run[key] = dict(done or train_and_evaluate(run_cfg, workdir))
+        if alpha == cfg.bench_alphas[0] and not arch:
+            histories[key] = json.loads((workdir / "history.json").read_text())["history"]
+    return {"metrics": per_run, "histories": histories}
+
+
+def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
+    """Metrics over the seeds of `per_seed` (in its order, so rows pair up by seed), the claims,
+    the performance rows and the figure (histories of the first seed); writes
+    <results-dir>/<name>.json and the figure together."""
+    start = time.perf_counter()
+    seeds = list(per_seed)
+    cfg = dataclasses.replace(cfg, seeds=tuple(seeds))
+    validate(cfg)
+    rows = [label(m, a, s, arch) for m, a, s, arch in grid(cfg)]
+    per_run: dict[str, dict[str, list[float]]] = {}
+    for seed in seeds:
+        if list(per_seed[seed]["metrics"]) != rows:
+            raise ValueError(
+                f"seed {seed}: its runs {list(per_seed[seed]['metrics'])} are not this preset's "
+                f"grid {rows} (were the partial files made with other flags?)"
             )
-            run_dir = f"{method}_a{alpha:g}_s{sparsity:g}" + (f"_{arch}" if arch else "")
-            workdir = Path(cfg.out) / run_dir / f"seed{seed}"
-            done = finished_run(workdir, run_cfg) if cfg.reuse_runs else None
-            for name, value in (done or train_and_evaluate(run_cfg, workdir)).items():
+        for key, row in per_seed[seed]["metrics"].items():
+            for name, value in row.items():
                 per_run.setdefault(key, {}).setdefault(name, []).append(value)
-            if seed == cfg.seeds[0] and alpha == cfg.bench_alphas[0] and not arch:
-                histories[key] = json.loads((workdir / "history.json").read_text())["history"]
     metrics = {k: {m: summarize(v) for m, v in d.items()} for k, d in per_run.items()}
     claims = compute_claims(cfg, metrics)
     performance = comm_performance(cfg, metrics)
     skipped = []
     if cfg.flower_rounds > 0:
-        performance += flower_timing(dataclasses.replace(cfg, seed=cfg.seeds[0]))
+        performance += flower_timing(dataclasses.replace(cfg, seed=seeds[0]))
     else:
         skipped.append({"id": "round-time-inprocess-vs-flower", "why": FLOWER_SKIP})
-    figure = plot(cfg, histories)
+    figure = plot(cfg, per_seed[seeds[0]]["histories"])
     doc = results_document(
         PAPER,
         cfg.name,
-        list(cfg.seeds),
+        seeds,
         metrics,
         claims,
-        time.perf_counter() - start,
+        wall_seconds + time.perf_counter() - start,
         cfg.device,
         performance,
     )
     doc["skipped"] = skipped
     doc["grid"] = {
-        "seeds": list(cfg.seeds),
+        "seeds": seeds,
         "rounds": cfg.rounds,
         "runs": [list(r) for r in grid(cfg)],
     }
     write_results(results_dir_of(cfg), cfg.name, doc, {f"{cfg.name}-curves.png": figure})
     return doc
+
+
+def run_bench(cfg: Config) -> dict:
+    """Every seed (run_seed), then the claims and the results file (finish); with --partial-out
+    only this job's seeds into a partial file, with --merge finish over the partial files'
+    seeds (results.drive_bench, tools/launch.py)."""
+    validate(cfg)
+    return drive_bench(cfg, PAPER, run_seed, finish, progress)

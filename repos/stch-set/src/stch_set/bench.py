@@ -1,7 +1,12 @@
 """Benchmark: learning rates tuned on validation instances, then every method on every problem over
 the preset's seeds (seed-batched, optionally in worker processes), claims with paired intervals,
 speed against a port of the official training step; writes <results-dir>/<preset>.json and figures
-(results_dir empty: runs/<preset>; the committed results/ only with --results-dir results)."""
+(results_dir empty: runs/<preset>; the committed results/ only with --results-dir results).
+
+Split into `run_seed` (one seed's raw outputs: the tuning and every evaluation run) and `finish`
+(metrics, claims, speed, figures and the results file), so that results.drive_bench can also run
+the seeds as separate jobs and merge them (--partial-out / --merge, tools/launch.py).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +24,8 @@ from .config import METHODS, OFFICIAL_INIT_PROBLEMS, Config, validate
 from .data import USER, sizes
 from .figures import plot_curves, plot_growth, plot_worst
 from .perf import performance
-from .results import results_document, summarize, write_results
-from .runtime import results_dir_of
+from .results import drive_bench, results_document, summarize, write_results
+from .runtime import progress, results_dir_of
 from .stats import paired
 from .train import prepare, problem_names, run_seeds, scores
 
@@ -175,30 +180,124 @@ def main_jobs(cfg: Config, names: tuple[str, ...], lrs: dict) -> list[tuple[str,
     return out
 
 
-def collect(runs: list[tuple[str, str, Job]], results: list[dict]) -> tuple[dict, dict, dict]:
+def seed_slice(prefix: str, label: str, job: Job, res: dict, i: int) -> dict:
+    """Seed number i of one evaluation run (a batch of job.seeds) as JSON-able per-seed outputs:
+    scores, the learning rate it ran with, its share of the batch's seconds and its history."""
+    out = {
+        "prefix": prefix,
+        "label": label,
+        "method": job.method,
+        "lr": res["lr"],
+        "worst": res["worst"][i],
+        "average": res["average"][i],
+        "seconds": res["seconds"] / len(job.seeds),
+        "history": [[step, worst[i]] for step, worst in res["history"]],
+        "untrained": {key: res["untrained"][key][i] for key in ("worst", "average")},
+    }
+    if "truth" in res:
+        out["truth"] = {key: res["truth"][key][i] for key in ("worst", "average")}
+    return out
+
+
+def run_batch(cfg: Config) -> dict[int, dict]:
+    """Tuning, then every evaluation run on all of cfg.seeds at once (one seed-batched job per
+    run); {seed: that seed's outputs}, each carrying the (seed-independent) tuning record."""
+    names = problem_names(cfg)
+    lrs, tuning = tune(cfg, names)
+    runs = main_jobs(cfg, names, lrs)
+    results = run_jobs(cfg, [job for _, _, job in runs])
+    return {
+        seed: {
+            "tuning": tuning,
+            "runs": [seed_slice(p, lab, job, res, i) for (p, lab, job), res in zip(runs, results)],
+        }
+        for i, seed in enumerate(cfg.seeds)
+    }
+
+
+_BATCH: dict[Config, dict[int, dict]] = {}
+"""Seeds of the batch run_seed ran last in this process that it has not handed out yet."""
+
+
+def run_seed(cfg: Config, seed: int) -> dict:
+    """One seed's raw outputs: the tuning record and, per evaluation run, its scores, learning rate,
+    seconds and history.
+
+    The tuning runs on cfg.tune_seeds only, so every job of a split bench finds the same learning
+    rates (finish checks it). The gradient methods run seed-batched (train.py): the first call runs
+    every seed of cfg.seeds as one batch and later calls hand out the other seeds, so a bench in one
+    process gives exactly the numbers of the unsplit bench; a job of a split bench batches its own
+    seeds, which agrees with the larger batch up to float rounding (tests/test_train.py)."""
+    if seed not in _BATCH.get(cfg, {}):
+        _BATCH[cfg] = run_batch(
+            cfg if seed in cfg.seeds else dataclasses.replace(cfg, seeds=(seed,))
+        )
+    out = _BATCH[cfg].pop(seed)
+    if not _BATCH[cfg]:
+        del _BATCH[cfg]
+    return out
+
+
+def same_or_per_seed(values: list, seeds: list[int]):
+    """One value when every seed has it, else {seed: value} (an evaluation run fell back to a
+    smaller learning rate on some seeds only, which a split bench can show)."""
+    if all(v == values[0] for v in values):
+        return values[0]
+    return {str(s): v for s, v in zip(seeds, values)}
+
+
+def collect(per_seed: dict[int, dict]) -> tuple[dict, dict, dict]:
     """metrics {label: {prefix/metric: summary}}, curves {problem: {label: histories}} and the
-    learning rate each run used {prefix: {label: lr}} (below the tuned one after a divergence)."""
+    learning rate each run used {prefix: {label: lr}} (below the tuned one after a divergence),
+    from the per-seed outputs in the order of per_seed (so the values pair up by seed)."""
+    seeds = list(per_seed)
     acc: dict[str, dict[str, list[float]]] = {}
     curves: dict = {}
     used: dict = {}
 
-    def add(label: str, prefix: str, scores: dict) -> None:
+    def add(label: str, prefix: str, rows: list[dict]) -> None:
         for key in ("worst", "average"):
-            acc.setdefault(label, {})[f"{prefix}/{key}"] = scores[key]
+            acc.setdefault(label, {})[f"{prefix}/{key}"] = [r[key] for r in rows]
 
-    for (prefix, label, job), res in zip(runs, results):
-        add(label, prefix, res)
-        if job.method != "nsga3":
-            used.setdefault(prefix, {})[label] = res["lr"]
-        acc[label][f"{prefix}/seconds_per_seed"] = [res["seconds"] / len(job.seeds)]
+    for i, run in enumerate(per_seed[seeds[0]]["runs"]):
+        rows = [per_seed[s]["runs"][i] for s in seeds]
+        prefix, label = run["prefix"], run["label"]
+        add(label, prefix, rows)
+        if run["method"] != "nsga3":
+            used.setdefault(prefix, {})[label] = same_or_per_seed([r["lr"] for r in rows], seeds)
+        acc[label][f"{prefix}/seconds_per_seed"] = [sum(r["seconds"] for r in rows) / len(rows)]
         if label == "STCH-Set":
-            add(FLOOR, prefix, res["untrained"])
-            if "truth" in res and "/" not in prefix:
-                add(ORACLE, prefix, res["truth"])
-        if res["history"]:
-            curves.setdefault(prefix, {})[label] = res["history"]
+            add(FLOOR, prefix, [r["untrained"] for r in rows])
+            if "truth" in run and "/" not in prefix:
+                add(ORACLE, prefix, [r["truth"] for r in rows])
+        if run["history"]:
+            curves.setdefault(prefix, {})[label] = [
+                (step, [r["history"][j][1] for r in rows])
+                for j, (step, _) in enumerate(run["history"])
+            ]
     metrics = {lab: {key: summarize(v) for key, v in d.items()} for lab, d in acc.items()}
     return metrics, curves, used
+
+
+def check_same_protocol(per_seed: dict[int, dict]) -> None:
+    """Every seed ran the same evaluation runs with the same tuned learning rates (the jobs of a
+    split bench tune independently; the partial files must come from the same flags)."""
+    seeds = list(per_seed)
+    first = per_seed[seeds[0]]
+    runs = [(r["prefix"], r["label"]) for r in first["runs"]]
+    for seed in seeds[1:]:
+        other = per_seed[seed]
+        if other["tuning"]["chosen"] != first["tuning"]["chosen"]:
+            raise ValueError(
+                f"seeds {seeds[0]} and {seed} were tuned to different learning rates "
+                f"({first['tuning']['chosen']} vs {other['tuning']['chosen']}): partial files "
+                "of different flags or code"
+            )
+        if [(r["prefix"], r["label"]) for r in other["runs"]] != runs:
+            raise ValueError(
+                f"seeds {seeds[0]} and {seed} ran different methods or problems: partial files "
+                "of different flags"
+            )
 
 
 def init_check(cfg: Config, names: tuple[str, ...], count: int = INIT_CHECK_SEEDS) -> dict:
@@ -220,18 +319,17 @@ def init_check(cfg: Config, names: tuple[str, ...], count: int = INIT_CHECK_SEED
     return out
 
 
-def run_bench(cfg: Config) -> dict:
-    """Run the preset; write <results-dir>/<name>.json and its figures; return the document."""
-    validate(cfg)
-    if "stch-set" not in cfg.methods:
-        raise ValueError("the benchmark compares against STCH-Set: --methods must include stch-set")
-    if cfg.device == "cpu":
-        torch.set_num_threads(cfg.threads)
+def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
+    """Metrics over the seeds of per_seed, the claims, the speed rows, the init check and the
+    figures; writes <results-dir>/<name>.json and its figures; returns the document."""
     start = time.perf_counter()
+    seeds = list(per_seed)
+    cfg = dataclasses.replace(cfg, seeds=tuple(seeds))
+    validate(cfg)
+    check_same_protocol(per_seed)
     names = problem_names(cfg)
-    lrs, tuning = tune(cfg, names)
-    runs = main_jobs(cfg, names, lrs)
-    metrics, curves, tuning["used"] = collect(runs, run_jobs(cfg, [job for _, _, job in runs]))
+    tuning = dict(per_seed[seeds[0]]["tuning"])
+    metrics, curves, tuning["used"] = collect(per_seed)
     claims = compute_claims(names, metrics)
     perf, growth = performance(cfg, names)
     prefix = "quick_" if cfg.name == "quick" else f"{cfg.name}-"
@@ -243,10 +341,10 @@ def run_bench(cfg: Config) -> dict:
     doc = results_document(
         PAPER,
         cfg.name,
-        list(cfg.seeds),
+        seeds,
         metrics,
         claims,
-        time.perf_counter() - start,
+        wall_seconds + time.perf_counter() - start,
         cfg.device,
         perf,
         paired=paired_table(names, metrics),
@@ -256,3 +354,14 @@ def run_bench(cfg: Config) -> dict:
     )
     write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc
+
+
+def run_bench(cfg: Config) -> dict:
+    """Run the preset (every seed, then finish); with --partial-out only this job's seeds into a
+    partial file, with --merge finish over the seeds of partial files (results.drive_bench)."""
+    validate(cfg)
+    if "stch-set" not in cfg.methods:
+        raise ValueError("the benchmark compares against STCH-Set: --methods must include stch-set")
+    if cfg.device == "cpu":
+        torch.set_num_threads(cfg.threads)
+    return drive_bench(cfg, PAPER, run_seed, finish, progress)
