@@ -150,3 +150,17 @@ def test_batched_matrices_give_the_per_matrix_values():
         assert together.shape == (3,), name
         for s in range(3):
             assert float(together[s]) == pytest.approx(float(fn(batch[s], prefs[s])), rel=1e-12)
+
+
+def test_tch_set_uses_its_preference_and_ideal_point():
+    """TCH-Set with a preference and an ideal point against a Python loop (found by mutmut: a
+    TCH-Set that ignored lambda or z*, or added z*, passed every other test)."""
+    values = random_values(3, 6, seed=4)
+    pref = torch.tensor([0.5, 2.0, 1.0, 0.1, 3.0, 1.5], dtype=torch.float64)
+    ideal = torch.tensor([0.3, -0.2, 0.1, 0.0, 0.4, -0.5], dtype=torch.float64)
+    loop = max(
+        float(pref[i]) * (min(float(values[k, i]) for k in range(3)) - float(ideal[i]))
+        for i in range(6)
+    )
+    assert float(tch_set(values, pref, ideal)) == pytest.approx(loop, rel=1e-12)
+    assert float(tch_set(values, pref, ideal)) != pytest.approx(float(tch_set(values)))
