@@ -8,7 +8,7 @@
 Each job runs `<cli> bench --preset P --seeds S --partial-out PART` in the paper's own
 environment (the nox session bench-<slug> makes it; `./run -s launch` does that first); once every
 job of a paper has finished, `<cli> bench --preset P --merge PART... --results-dir DIR` computes
-the claims over all seeds and writes DIR/<preset>.json (default: the paper's results/). The
+the claims over all seeds and writes DIR/<slug>/<preset>.json (default: the paper's results/). The
 `local` executor runs the same jobs as processes on this machine; `slurm` submits them with
 sbatch from a login node (submitit's AutoExecutor: the parameters above map to its slurm_*
 settings; logs and pickles go to --work-dir, which must be on a filesystem the nodes share).
@@ -103,7 +103,11 @@ def launch(args: argparse.Namespace) -> int:
             status = 1
             continue
         entry = papers[slug]
-        results_dir = args.results_dir or (args.root / entry["path"] / "results")
+        results_dir = (
+            (args.results_dir / slug)
+            if args.results_dir
+            else (args.root / entry["path"] / "results")
+        )
         cmd = [str(executable(args.env_dir, slug, entry["cli"])), "bench", "--preset",
                args.preset, "--merge", *(str(p) for _, p, _ in entries),
                "--results-dir", str(results_dir), *args.bench_args]  # fmt: skip
@@ -128,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpus-per-job", type=int, default=0)
     ap.add_argument("--mem-gb", type=int, default=32, help="slurm only")
     ap.add_argument("--slurm-partition", default="", help="slurm only")
-    ap.add_argument("--results-dir", type=Path, help="default: each paper's results/")
+    ap.add_argument(
+        "--results-dir",
+        type=Path,
+        help="write DIR/<slug>/<preset>.json (default: each paper's results/)",
+    )
     ap.add_argument("--work-dir", type=Path, default=ROOT / "runs" / "launch",
                     help="partial files, job logs (shared by the nodes under slurm)")  # fmt: skip
     ap.add_argument("--env-dir", type=Path, default=ROOT / ".nox",

@@ -79,3 +79,8 @@ def test_unknown_paper_and_missing_environment(fake, capsys):
     with pytest.raises(SystemExit, match="does not exist"):
         main(["--papers", "fake", "--root", str(fake), "--env-dir", str(fake / "none"),
               "--work-dir", str(fake / "work")])  # fmt: skip
+
+
+def test_results_dir_gets_one_folder_per_paper(fake, tmp_path):
+    assert run(fake, "--seeds", "2", "--results-dir", str(tmp_path / "res")) == 0
+    assert json.loads((tmp_path / "res" / "fake" / "quick.json").read_text())["sum"] == 4
