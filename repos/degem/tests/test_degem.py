@@ -258,3 +258,18 @@ def test_gaussian_score_is_negative_mahalanobis_distance():
     ref = -np.einsum("ij,jk,ik->i", d, np.linalg.inv(cov), d)
     assert np.allclose(baselines.gaussian_score(q, mean, prec).numpy(), ref, rtol=1e-5)
     assert baselines.gaussian_score(mean[None].float(), mean, prec).item() == pytest.approx(0.0)
+
+
+def test_contrastive_divergence_against_its_closed_form():
+    """mean E(data) - mean E(samples) + reg (mean E(data)^2 + mean E(samples)^2) by hand; found by
+    mutmut: a flipped sign of E(samples) or a divided regulariser survived every other test."""
+    from degem.degem import contrastive_divergence
+
+    e_data, e_sample = torch.tensor([1.0, 2.0]), torch.tensor([3.0, 5.0])
+    # (1.5 - 4.0) + 0.1 * (2.5 + 17.0) = -0.55
+    assert float(contrastive_divergence(e_data, e_sample, 0.1)) == pytest.approx(-0.55)
+    # the data's energy is pushed down and the samples' up: the gradient signs of the MLE surrogate
+    e_data.requires_grad_(True)
+    e_sample.requires_grad_(True)
+    contrastive_divergence(e_data, e_sample, 0.0).backward()
+    assert (e_data.grad > 0).all() and (e_sample.grad < 0).all()
