@@ -22,7 +22,7 @@ from bnn_renorm.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --n0 8 --p 8 --alphas 2.0 --n-test 2 --gibbs-sweeps 10 --burn-in 2 --relu-p 4 --relu-alphas 2.0 --nuts-warmup 2 --nuts-samples 2 --sub-relu-p 6 --sub-relu-n0 3 --sub-relu-widths 2 --sub-nuts-warmup 2 --sub-nuts-samples 2 --sub-restarts 1 --perf-p 6 --perf-n0 4 --perf-width 2 --quiet",
 )
 
 

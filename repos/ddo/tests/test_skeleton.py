@@ -22,7 +22,7 @@ from ddo.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 1 --image-runs 1 --da-loops 2 --grid-da-loops 2 --n-ref 64 --fit-steps 2 --fit-lrs 0.01 --hidden 8 --n-eval 64 --sde-steps 4 --mc-draws 2 --learned-samples 8 --learned-sde-steps 3 --inner-steps 1 --dsm-steps 2 --dsm-hidden 8 --batch 16 --ddpo-betas 1000.0 --langevin-steps 2 --ir-pool 64 --grid-step 1.0 --image-size 8 --image-channels 8 8 --image-train-steps 2 --image-batch 4 --image-ref 8 --image-samples 4 --image-sde-steps 2 --image-inner-steps 1 --image-mc-draws 2 --image-dpo-steps 2 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from degem.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --n-nodes 100 --epochs 2 --hidden 16 --energy-hidden 16 --gcn-hidden 16 --mcmc-steps 2 --feat-dim 8 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from genre.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --max-rows 1000 --n-negatives 5 --n-val-negatives 5 --n-timing 2 --rf-trees 5 --top-k 20 --n-layers 1 --n-heads 2 --d-model 8 --d-ff 8 --epochs 2 --batch-size 64 --eval-every 1 --dice-negatives 1 --vae-epochs 2 --sweep-temperatures 10 --sweep-lams 5 --sweep-retrain-lams 2 --n-boot 50 --threads 1 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from gst.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --image-size 16 --grid 2 --n-objects 2 --n-train 16 --n-test 4 --image-codes 16 --camera-codes 16 --vq-steps 2 --width 16 --depth 1 --heads 1 --steps 2 --batch 4 --warmup 1 --cnn-width 4 --pose-candidates 4 --perf-batch 2 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from leq.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --n-transitions 256 --episode-len 20 --eval-episodes 2 --hidden 8 --layers 1 --model-members 2 --model-elites 1 --model-hidden 8 --model-layers 1 --model-steps 2 --bc-steps 2 --steps 2 --batch 8 --horizon 2 --rollout-every 1 --rollout-states 8 --perf-steps 2 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from oft_sinkhorn.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --sizes 12 16 --tune-n 12 --compare-n 12 --control-n 12 --timing-sizes 20 --bipartite-size 4 --eps 0.3 0.1 --max-iter 500 --compare-max-iter 500 --quiet",
 )
 
 

@@ -22,7 +22,7 @@ from sde_causal.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 1 --n-paths 8 --n-grid 8 16 --fine-steps 20 --n-obs 5 --n-perm 5 --null-reps 1 --power-reps 1 --irregular-reps 1 --tune-reps 1 --graphs-per-family 1 --hidden-graphs 1 --ridge-grid 0.01 0.1 --kci-eps-grid 1e-5 1e-3 --incr-window-grid 0.3 0.5 --lags-grid 1 2 --pysiglib-sizes 8 --quiet",
 )
 
 
