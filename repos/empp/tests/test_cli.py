@@ -100,7 +100,8 @@ def test_real_format_loaders_are_reachable_from_train(tmp_path, capsys):
     assert main([*bad, *_flags(TINY)]) == 2
     err = capsys.readouterr().err.strip()
     assert "junk.npz" in err and len(err.splitlines()) == 1
-    assert main(["train", "--qm9-dir", str(tmp_path / "none"), *_flags(TINY)]) == 2
+    none = ["train", "--qm9-dir", str(tmp_path / "none"), "--out", str(tmp_path / "y")]
+    assert main([*none, *_flags(TINY)]) == 2
     assert "not a folder" in capsys.readouterr().err
 
 
@@ -115,6 +116,7 @@ def test_qm9_csv_is_reachable_from_train(tmp_path, capsys):
     assert main(argv) == 0
     assert "val_mae" in json.loads((out / "metrics.json").read_text())
     capsys.readouterr()
-    assert main(["train", "--qm9-csv", str(tmp_path / "nope.csv"), *_flags(TINY)]) == 2
+    nope = ["train", "--qm9-csv", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "y")]
+    assert main([*nope, *_flags(TINY)]) == 2
     err = capsys.readouterr().err.strip()
     assert "nope.csv" in err and len(err.splitlines()) == 1
