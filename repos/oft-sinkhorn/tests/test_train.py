@@ -73,3 +73,16 @@ def test_other_presets_run_one_step_at_tiny_size(preset, tmp_path):
         metrics = train_and_evaluate(cfg, tmp_path)
     assert all(math.isfinite(v) for v in metrics.values())
     assert metrics["iterations"] == len(cfg.eps) and metrics["converged"] == 0.0
+
+
+def test_node_bound_effect_is_zero_without_node_bounds():
+    """A netgen-node instance at small N can draw no node bound at all; the optimum then rises by
+    exactly nothing, and the key is there for the claims (it was a KeyError at --sizes 10)."""
+    from oft_sinkhorn.train import exact_reference
+
+    inst = data.netgen_mcf(10, 0, node_share=0.0)
+    assert not np.isfinite(inst.node_capacity).any()
+    assert exact_reference(inst)["node_bound_effect"] == 0.0
+    bounded = data.netgen_mcf(60, 0, node_share=0.5)
+    assert np.isfinite(bounded.node_capacity).any()
+    assert exact_reference(bounded)["node_bound_effect"] >= 0.0
