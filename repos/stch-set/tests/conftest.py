@@ -23,6 +23,8 @@ SHRINK = {
     "target_steps": 20,
     "perf_m": (12, 24),
     "perf_k": (2, 3),
+    "k_sweep": (2, 4),
+    "m_sweep": (12,),
     "quiet": True,
 }
 

@@ -6,12 +6,14 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import SHRINK, as_flags
 
-from stch_set.bench import Job, run_bench, run_jobs
-from stch_set.claims import FLOOR, compute_claims
-from stch_set.config import PRESETS
+from stch_set import bench
+from stch_set.bench import Job, main_jobs, run_bench, run_jobs
+from stch_set.claims import FLOOR, OFFICIAL_KEY, compute_claims
+from stch_set.config import METHODS, PRESETS
 from stch_set.stats import lower_with_confidence, paired
 
 
@@ -25,13 +27,18 @@ def test_bench_writes_schema_claims_performance_and_figures(tiny):
     labels = {"STCH-Set", "TCH-Set", "SoM", "NSGA-III + greedy K", FLOOR, "ground-truth centres"}
     assert labels <= set(doc["metrics"])
     assert len(doc["metrics"]["STCH-Set"]["quadratic/worst"]["values"]) == 2
-    assert "linear/official-init/worst" in doc["metrics"]["TCH-Set"]
+    assert "linear/official-protocol/worst" in doc["metrics"]["TCH-Set"]
+    assert "quadratic-K4-m12/worst" in doc["metrics"]["LS (random pref)"]
     ids = {c["id"] for c in doc["claims"]}
     assert {"lowest-worst-quadratic", "worst-1.5x-linear", "average-beats-tch-set-nonlinear"} <= ids
-    assert "lowest-worst-quadratic-official-init" in ids
+    assert {"official-lowest-worst-quadratic", "official-average-beats-tch-set-linear"} <= ids
+    assert "k-sweep-lowest-worst-quadratic" in ids
     assert doc["init_check"]["linear"]["seeds"] == 100
     for c in doc["claims"]:
         assert isinstance(c["holds"], bool) and c["paper"] and "negative_control" in c
+        assert c["verdict"] in ("holds", "contradicted", "inconclusive") and c["test"]
+        assert c["holds"] == (c["verdict"] == "holds")
+        assert ("seeds_needed" in c) == (c["verdict"] == "inconclusive")
     assert doc["tuning"]["grid"]["lr"] == list(tiny.tune_lrs)
     assert set(doc["tuning"]["chosen"]["linear"]) >= {"STCH-Set", "SoM"}
     assert doc["tuning"]["used"]["linear"]["SoM"] in tiny.tune_lrs
@@ -41,7 +48,12 @@ def test_bench_writes_schema_claims_performance_and_figures(tiny):
         r["unit"] == "s" and r["ours_value"] > 0 and r["peer_value"] > 0 for r in rows.values()
     )
     figures = sorted(p.name for p in (Path(tiny.results_dir) / "figures").glob("*.png"))
-    assert figures == ["quick_curves.png", "quick_step_cost.png", "quick_worst.png"]
+    assert figures == [
+        "quick_curves.png",
+        "quick_step_cost.png",
+        "quick_worst.png",
+        "quick_worst_vs_k.png",
+    ]
 
 
 def fake(per_seed: dict[str, list[float]], problems=("quadratic",)) -> dict:
@@ -80,7 +92,9 @@ def test_claims_hold_on_a_clear_win_and_the_negative_control_fails():
         "average-beats-tch-set-quadratic",
     ):
         assert claims[cid]["holds"], cid
-        assert not claims[cid]["negative_control"]["holds"], cid
+        assert claims[cid]["verdict"] == "holds", cid
+        assert claims[cid]["negative_control"]["verdict"] == "contradicted", cid
+        assert "seeds_needed" not in claims[cid]
 
 
 def test_claims_fail_on_noise_a_split_and_a_small_ratio():
@@ -156,7 +170,12 @@ def test_paper_preset_writes_paper_json_and_figures_into_results_dir(tmp_path):
     doc = run_bench(cfg)
     assert doc["mode"] == "paper" and (tmp_path / "elsewhere" / "paper.json").exists()
     names = sorted(p.name for p in (tmp_path / "elsewhere" / "figures").glob("*.png"))
-    assert names == ["paper-curves.png", "paper-step_cost.png", "paper-worst.png"]
+    assert names == [
+        "paper-curves.png",
+        "paper-step_cost.png",
+        "paper-worst.png",
+        "paper-worst_vs_k.png",
+    ]
 
 
 def test_bench_without_results_dir_writes_runs_not_results(tmp_path, monkeypatch):
@@ -201,5 +220,86 @@ def test_seeds_as_partial_files_merge_to_the_one_process_bench(tmp_path, monkeyp
             if not key.endswith("seconds_per_seed"):  # wall clock: differs between any two runs
                 got = merged["metrics"][label][key]["values"]
                 assert got == pytest.approx(summary["values"], rel=1e-5, abs=1e-9), (label, key)
-    verdicts = lambda doc: [(c["id"], c["holds"], c["negative_control"]) for c in doc["claims"]]
+    verdicts = lambda doc: [(c["id"], c["verdict"], c["negative_control"]) for c in doc["claims"]]
     assert verdicts(merged) == verdicts(one)
+
+
+def test_verdicts_are_three_way_with_seeds_needed():
+    stch = [0.5, 0.52, 0.45, 0.5, 0.55]
+    # TCH-Set clearly better than STCH-Set on every seed: the ordering is contradicted
+    base = {**BASE, "TCH-Set": [v / 2 for v in stch]}
+    claims = by_id(compute_claims(("quadratic",), fake({"STCH-Set": stch, **base})))
+    assert claims["lowest-worst-quadratic"]["verdict"] == "contradicted"
+    assert "seeds_needed" not in claims["lowest-worst-quadratic"]
+    # lower on every seed but by a varying margin on 3 seeds: inconclusive, more seeds would decide
+    three = {lab: v[:3] for lab, v in BASE.items()}
+    close = {**three, "TCH-Set": [0.51, 0.6, 0.46]}
+    claim = by_id(compute_claims(("quadratic",), fake({"STCH-Set": stch[:3], **close})))[
+        "lowest-worst-quadratic"
+    ]
+    assert claim["verdict"] == "inconclusive" and claim["seeds_needed"] > 3
+    part = next(p for p in claim["test"] if "TCH-Set /" in p["what"])
+    assert part["threshold"] == 0.0 and part["direction"] == ">" and part["n"] == 3
+    assert part["estimate"] == pytest.approx(
+        np.mean(np.log(np.array([0.51, 0.6, 0.46]) / stch[:3]))
+    )
+    # the 1.5x gate is a log-ratio threshold of log 1.5
+    gate = by_id(compute_claims(("quadratic",), fake({"STCH-Set": stch, **BASE})))[
+        "worst-1.5x-quadratic"
+    ]
+    assert [p["threshold"] for p in gate["test"]] == pytest.approx([np.log(1.5)] * 4)
+
+
+def test_official_protocol_claims_and_the_k_sweep_claim():
+    stch = [0.5, 0.52, 0.45, 0.5, 0.55]
+    metrics = fake(
+        {"STCH-Set": stch, **BASE}, problems=("quadratic", "quadratic/official-protocol")
+    )
+    sweeps = {"quadratic": [(3, 12), (5, 12)]}
+    sweep = fake({"STCH-Set": stch, **BASE}, problems=("quadratic-K3-m12", "quadratic-K5-m12"))
+    for lab, entries in sweep.items():
+        metrics[lab].update(entries)
+    claims = by_id(compute_claims(("quadratic",), metrics, sweeps))
+    assert claims["official-lowest-worst-quadratic"]["verdict"] == "holds"
+    assert len(claims["official-lowest-worst-quadratic"]["test"]) == 2  # TCH-Set and SoM
+    assert claims["official-average-beats-tch-set-quadratic"]["verdict"] == "holds"
+    k = claims["k-sweep-lowest-worst-quadratic"]
+    assert k["verdict"] == "holds" and len(k["test"]) == 4
+    assert k["negative_control"]["verdict"] == "contradicted"
+    # TCH-Set wins at K=5 only: the sweep claim is contradicted
+    metrics["TCH-Set"]["quadratic-K5-m12/worst"]["values"] = [v / 3 for v in stch]
+    claims = by_id(compute_claims(("quadratic",), metrics, sweeps))
+    assert claims["k-sweep-lowest-worst-quadratic"]["verdict"] == "contradicted"
+
+
+def test_official_protocol_runs_untuned_from_the_official_init_and_the_sweep_at_its_k(tiny):
+    cfg = dataclasses.replace(tiny, problems=("quadratic", "linear"), official_lr=0.02)
+    lrs = {p: {METHODS[m]: 0.3 for m in cfg.methods} for p in cfg.problems}
+    runs = main_jobs(cfg, cfg.problems, lrs)
+    official = [job for prefix, _, job in runs if OFFICIAL_KEY in prefix]
+    assert {(job.problem, job.method) for job in official} == {
+        (p, m) for p in ("quadratic", "linear") for m in cfg.compare_init_methods
+    }
+    assert all(job.lr == 0.02 and job.init == "official" for job in official)
+    tuned = [job for prefix, _, job in runs if prefix in cfg.problems and job.method != "nsga3"]
+    assert all(job.lr == 0.3 and job.init == "ours" for job in tuned)
+    sweep = [(prefix, job) for prefix, _, job in runs if "-K" in prefix]
+    assert {(j.k, j.m) for _, j in sweep} == {(2, 12), (4, 12)}
+    assert all(prefix == f"quadratic-K{j.k}-m{j.m}" for prefix, j in sweep)
+    assert all(j.lr == 0.3 and j.seeds == cfg.seeds for _, j in sweep)
+    assert {j.method for _, j in sweep} == set(cfg.methods) - {"nsga3"}
+
+
+def test_tuning_sees_the_validation_seeds_only(tiny, monkeypatch):
+    seen = []
+
+    def fake_run_jobs(cfg, jobs):
+        seen.extend(jobs)
+        return [{"worst": [job.lr] * len(job.seeds)} for job in jobs]
+
+    monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
+    chosen, record = bench.tune(tiny, ("quadratic",))
+    assert seen and all(job.seeds == tiny.tune_seeds and job.tuning for job in seen)
+    assert not set(tiny.tune_seeds) & set(tiny.seeds)
+    assert chosen["quadratic"]["STCH-Set"] == min(tiny.tune_lrs)  # lowest score wins
+    assert record["validation_seeds"] == list(tiny.tune_seeds)

@@ -11,7 +11,7 @@ import schedulefree
 import torch
 
 from stch_set.config import PRESETS
-from stch_set.train import averaged_weights, evaluate, run_seeds, train_and_evaluate
+from stch_set.train import averaged_weights, evaluate, run_seeds, smoothing, train_and_evaluate
 
 
 @pytest.mark.parametrize("method", ["stch-set", "tch-set", "som", "stch", "tch", "ls", "nsga3"])
@@ -111,4 +111,21 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     )
     metrics = train_and_evaluate(full, tmp_path)
     assert math.isfinite(metrics["worst"])
-    assert json.loads((tmp_path / "config.json").read_text())["k_sweep"] == [3, 5, 8, 10]
+    assert json.loads((tmp_path / "config.json").read_text())["k_sweep"] == [3, 5, 10, 15, 20]
+
+
+def test_history_steps_and_its_last_point_is_the_final_set(tiny):
+    """The history records the averaged weights after steps every, 2 every, ..., steps; its last
+    point is the returned set's worst case."""
+    res = run_seeds(
+        dataclasses.replace(tiny, steps=20), "quadratic", "stch-set", (0, 1), check_every=5
+    )
+    assert [step for step, _ in res["history"]] == [5, 10, 15, 20]
+    assert res["history"][-1][1] == pytest.approx(res["worst"], rel=1e-6)
+
+
+def test_annealed_mu_starts_at_one_on_step_zero_as_the_official_script():
+    cfg = PRESETS["quick"]
+    assert smoothing(cfg, True, 0) == 1.0
+    assert smoothing(cfg, True, 1000) == pytest.approx(math.exp(-0.3))
+    assert smoothing(cfg, False, 1000) == cfg.mu

@@ -19,10 +19,10 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import torch
 
-from .claims import FLOOR, OFFICIAL_KEY, ORACLE, compute_claims, paired_table
+from .claims import FLOOR, OFFICIAL_KEY, ORACLE, compute_claims, paired_table, sweep_key
 from .config import METHODS, OFFICIAL_INIT_PROBLEMS, Config, validate
 from .data import USER, sizes
-from .figures import plot_curves, plot_growth, plot_worst
+from .figures import plot_curves, plot_growth, plot_k_sweep, plot_worst
 from .perf import performance
 from .results import drive_bench, results_document, summarize, write_results
 from .runtime import progress, results_dir_of
@@ -148,6 +148,16 @@ def _log_mean(values: list[float]) -> float:
     return float(np.log(arr).mean()) if (arr > 0).all() else float(arr.mean())
 
 
+def sweep_points(cfg: Config) -> dict[str, list[tuple[int, int]]]:
+    """{problem: [(K, m), ...]} of the K sweep (m: m_sweep, or the problem's paper m)."""
+    if not cfg.k_sweep:
+        return {}
+    return {
+        p: [(k, m) for k in cfg.k_sweep for m in (cfg.m_sweep or (sizes(p, None, None)[0],))]
+        for p in cfg.sweep_problems
+    }
+
+
 def main_jobs(cfg: Config, names: tuple[str, ...], lrs: dict) -> list[tuple[str, str, Job]]:
     """(metric prefix, label, job) of every evaluation run."""
     out = []
@@ -167,16 +177,17 @@ def main_jobs(cfg: Config, names: tuple[str, ...], lrs: dict) -> list[tuple[str,
             )
         if p in OFFICIAL_INIT_PROBLEMS:
             for meth in cfg.compare_init_methods:
-                if meth in cfg.methods:
-                    lr = lrs[p][METHODS[meth]]
-                    job = Job(p, meth, "official", lr, cfg.seeds, cfg.steps, cfg.m, cfg.k)
+                if meth in cfg.methods:  # the official protocol: no tuning, official init
+                    job = Job(
+                        p, meth, "official", cfg.official_lr, cfg.seeds, cfg.steps, cfg.m, cfg.k
+                    )
                     out.append((f"{p}/{OFFICIAL_KEY}", METHODS[meth], job))
-    for k in cfg.k_sweep:
-        for m in cfg.m_sweep or (128,):
-            for meth in ("stch-set", "tch-set", "som"):
-                lr = lrs.get("quadratic", {}).get(METHODS[meth], cfg.lr)
-                job = Job("quadratic", meth, "ours", lr, cfg.seeds, cfg.steps, m, k)
-                out.append((f"quadratic-K{k}-m{m}", METHODS[meth], job))
+    for p, points in sweep_points(cfg).items():
+        for k, m in points:
+            for meth in gradient_methods(cfg):
+                lr = lrs.get(p, {}).get(METHODS[meth], cfg.lr)
+                job = Job(p, meth, "ours", lr, cfg.seeds, cfg.steps, m, k)
+                out.append((sweep_key(p, k, m), METHODS[meth], job))
     return out
 
 
@@ -330,7 +341,8 @@ def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
     names = problem_names(cfg)
     tuning = dict(per_seed[seeds[0]]["tuning"])
     metrics, curves, tuning["used"] = collect(per_seed)
-    claims = compute_claims(names, metrics)
+    sweeps = sweep_points(cfg)
+    claims = compute_claims(names, metrics, sweeps)
     perf, growth = performance(cfg, names)
     prefix = "quick_" if cfg.name == "quick" else f"{cfg.name}-"
     figures = {
@@ -338,6 +350,8 @@ def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
         f"{prefix}curves.png": plot_curves(curves),
         f"{prefix}step_cost.png": plot_growth(growth),
     }
+    if sweeps:
+        figures[f"{prefix}worst_vs_k.png"] = plot_k_sweep(sweeps, metrics)
     doc = results_document(
         PAPER,
         cfg.name,

@@ -76,7 +76,10 @@ class Config(RunConfig):
     tune_steps: Annotated[int, Ge(1)] = 2000
     """Steps of each tuning run."""
     compare_init_methods: tuple[str, ...] = ("stch-set", "tch-set", "som")
-    """Methods the benchmark also runs from the official initialisation (empty: none)."""
+    """Methods the benchmark also runs under the official protocol: the official initialisation
+    and official_lr for every method, no tuning (empty: none)."""
+    official_lr: Annotated[float, POSITIVE] = 1e-2
+    """Learning rate of every official-protocol run (the official scripts' 1e-2)."""
     warmup_steps: Annotated[int, Ge(0)] = 100
     """Warm-up steps of the schedule-free optimisers."""
     mu: Annotated[float, POSITIVE] = 0.1
@@ -92,9 +95,12 @@ class Config(RunConfig):
     nsga_bound: Annotated[float, POSITIVE] = 3.0
     """NSGA-III searches every parameter in [-bound, bound]."""
     k_sweep: Annotated[tuple[int, ...], Ge(1)] = ()
-    """Benchmark sweep over K on the quadratic problem (empty: no sweep)."""
+    """Benchmark sweep over K on each of sweep_problems (empty: no sweep)."""
     m_sweep: Annotated[tuple[int, ...], Ge(1)] = ()
-    """Benchmark sweep over m on the quadratic problem (empty: no sweep)."""
+    """Objective counts m of the sweep (empty: each problem's paper m)."""
+    sweep_problems: tuple[str, ...] = ("quadratic",)
+    """Problems of the K sweep; every gradient method of `methods` runs at the learning rate
+    tuned at the preset's K (`lr` when the problem is not among `problems`)."""
     perf_steps: Annotated[int, Ge(1)] = 300
     """Steps timed for the vectorised step time in the performance figures."""
     official_steps: Annotated[int, Ge(1)] = 200
@@ -108,7 +114,7 @@ class Config(RunConfig):
 
 
 PRESETS: dict[str, Config] = {
-    "quick": Config(workers=2),
+    "quick": Config(workers=2, k_sweep=(3, 5, 10, 15, 20)),
     "paper": Config(
         name="paper",
         out="runs/paper",
@@ -118,6 +124,9 @@ PRESETS: dict[str, Config] = {
         tune_seeds=(100, 101, 102),
         # quick's TCH-Set on quadratic picks its grid's upper edge (1) while still improving
         tune_lrs=(1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0, 3.0),
+        # the paper's point, few solutions for many objectives: K up to 20 at the paper's m
+        k_sweep=(3, 5, 10, 15, 20),
+        sweep_problems=("quadratic", "linear"),
     ),
     "full": Config(
         name="full",
@@ -128,8 +137,8 @@ PRESETS: dict[str, Config] = {
         steps=10_000,
         nsga_pop=300,
         nsga_generations=500,
-        k_sweep=(3, 5, 8, 10),
-        m_sweep=(128, 1024),
+        k_sweep=(3, 5, 10, 15, 20),
+        sweep_problems=("quadratic", "linear", "nonlinear"),
         tune_seeds=(100, 101, 102),
         tune_steps=10_000,
     ),
@@ -171,8 +180,11 @@ def validate(cfg: Config) -> Config:
             raise ValueError(
                 f"need 1 <= K <= m (few solutions for many objectives), got K={k}, m={m}"
             )
-    for k in cfg.k_sweep:
-        for m in cfg.m_sweep or (SPECS["quadratic"].m,):
-            if k > m:
-                raise ValueError(f"k_sweep/m_sweep need K <= m, got K={k}, m={m}")
+    for name in cfg.sweep_problems:
+        if name not in SPECS:
+            raise ValueError(f"unknown sweep problem {name!r}; expected one of {sorted(SPECS)}")
+        for k in cfg.k_sweep:
+            for m in cfg.m_sweep or (SPECS[name].m,):
+                if k > m:
+                    raise ValueError(f"k_sweep/m_sweep need K <= m, got K={k}, m={m} ({name})")
     return cfg

@@ -56,3 +56,33 @@ def plot_growth(growth: dict) -> plt.Figure:
         ax.set_ylabel("seconds per step (quadratic)")
     axes[0].legend(fontsize=7)
     return fig
+
+
+def plot_k_sweep(sweeps: dict[str, list[tuple[int, int]]], metrics: dict) -> plt.Figure:
+    """Worst case against K for every method of the sweep (mean over seeds, the band spanning the
+    seeds' minimum and maximum), one panel per (problem, m), log scale."""
+    panels = sorted({(p, m) for p, points in sweeps.items() for _, m in points})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.6), squeeze=False)
+    for ax, (prob, m) in zip(axes[0], panels):
+        ks = sorted(k for p, points in sweeps.items() if p == prob for k, mm in points if mm == m)
+        keys = [f"{prob}-K{k}-m{m}/worst" for k in ks]
+        labels = [
+            lab for lab in metrics if lab != ORACLE and all(key in metrics[lab] for key in keys)
+        ]
+        for i, lab in enumerate(labels):
+            vals = np.array([metrics[lab][key]["values"] for key in keys])
+            others = [c for c in (f"C{j}" for j in range(10)) if c != "C3"]  # C3: STCH-Set
+            style = {"color": "C3", "lw": 2} if lab == OURS else {"color": others[i % 9], "lw": 1}
+            if lab == FLOOR:
+                style = {"color": "0.6", "ls": "--", "lw": 1}
+            ax.plot(ks, vals.mean(axis=1), marker="o", ms=3, label=lab, **style)
+            ax.fill_between(
+                ks, vals.min(axis=1), vals.max(axis=1), alpha=0.12, color=style["color"]
+            )
+        ax.set_xlabel("K (solutions)")
+        ax.set_xticks(ks)
+        ax.set_yscale("log")
+        ax.set_title(f"{prob}, m={m}: worst case max_i min_k f_i", fontsize=9)
+        ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
