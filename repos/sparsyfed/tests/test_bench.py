@@ -105,7 +105,7 @@ def test_paired_interval_is_a_t_interval():
     assert iv["hi"] - iv["mean"] == pytest.approx(4.303 * 0.01 / 3**0.5, rel=1e-3)
 
 
-TIMING = ("seconds_per_round",)
+TIMING = ("seconds_per_round", "train_seconds")
 """Wall-clock metrics: they differ between any two runs, split or not."""
 
 
@@ -151,3 +151,117 @@ def test_merge_refuses_partial_files_of_another_grid(tmp_path, monkeypatch, caps
     assert cli.main([*argv, "--partial-out", part]) == 0
     assert cli.main([*common, "--merge", part, "--results-dir", str(tmp_path / "res")]) == 2
     assert "not this preset's grid" in capsys.readouterr().err
+
+
+def tune_metrics(
+    val: dict[str, dict[float, list[float]]], test: dict[str, dict[float, list[float]]]
+):
+    """Metrics of the equal-tuning rows of the paper preset from per-method, per-lr0 values."""
+    from sparsyfed.bench import tuning_extra
+
+    cfg = PRESETS["paper"]
+    out = {}
+    for method, by_lr in test.items():
+        for lr, accs in by_lr.items():
+            vals = val[method][lr]
+            out[label(method, 0.1, 0.9, "", tuning_extra(cfg, lr))] = {
+                "accuracy": {"values": accs, "mean": sum(accs) / len(accs)},
+                "val_accuracy": {"values": vals, "mean": sum(vals) / len(vals)},
+                "accuracy_untrained": {"values": [0.1] * len(accs)},
+            }
+    return cfg, out
+
+
+def test_equal_tuning_picks_by_validation_never_by_test():
+    """Each method keeps the lr0 of best validation accuracy, even where another lr0 has the
+    better test accuracy (a test-data leak would pick that one)."""
+    from sparsyfed.bench import compute_claims, tuned_rows
+
+    lrs = (0.25, 0.5, 1.0)
+    val = {
+        m: {lr: [0.5 + 0.1 * (lr == 0.25)] * 3 for lr in lrs}
+        for m in ("dense", "topk", "sparsyfed")
+    }
+    test = {m: {lr: [0.9 if lr == 1.0 else 0.6, 0.61, 0.6] for lr in lrs} for m in val}
+    cfg, metrics = tune_metrics(val, test)
+    tuned = tuned_rows(metrics, cfg)
+    assert {m: t["lr0"] for m, t in tuned.items()} == {
+        "dense": 0.25,
+        "topk": 0.25,
+        "sparsyfed": 0.25,
+    }
+    # the tuned claims read the chosen rows: dense 0.6-ish vs SparsyFed 0.6-ish, gap ~0
+    test["dense"][0.25] = [0.80, 0.81, 0.82]
+    cfg, metrics = tune_metrics(val, test)
+    cfg = dataclasses.replace(cfg, bench_sparsities=(0.9,), bench_splits=())
+    from sparsyfed.bench import beats_topk, near_dense
+
+    rows = {m: t["row"] for m, t in tuned_rows(metrics, cfg).items()}
+    nd = near_dense(metrics, cfg, 0.9, (rows["dense"], rows["sparsyfed"]), "-tuned")
+    assert nd["id"] == "sparsyfed-near-dense-s0.9-tuned" and nd["verdict"] == "contradicted"
+    bt = beats_topk(metrics, cfg, (rows["sparsyfed"], rows["topk"]), "-tuned")
+    assert bt["verdict"] == "inconclusive" and bt["test"][0]["n"] == 3
+    assert callable(compute_claims)
+
+
+def test_claims_carry_structured_tests_and_three_way_verdicts():
+    cfg = dataclasses.replace(PRESETS["quick"], seeds=(0, 1, 2))
+    acc = {
+        "dense": [0.90, 0.91, 0.92],
+        "sparsyfed": [0.60, 0.62, 0.61],
+        "topk": [0.80, 0.82, 0.81],
+        "sparsyfed_b1": [0.79, 0.83, 0.81],
+    }
+    rg = {"sparsyfed": [1e-5, 2e-5, 1e-5], "topk": [1e-3, 2e-3, 1.5e-3]}
+    rg["sparsyfed_b1"] = rg["topk"]
+    claims = {c["id"]: c for c in compute_claims(cfg, fake_metrics(acc, rg))}
+    assert claims["sparsyfed-near-dense-s0.9"]["verdict"] == "contradicted"
+    assert claims["sparsyfed-beats-topk"]["verdict"] == "contradicted"
+    assert claims["regrowth-5x-lower"]["verdict"] == "holds"
+    for c in claims.values():
+        (p,) = c["test"]
+        assert {"estimate", "interval", "threshold", "direction", "n"} <= set(p)
+
+
+def test_reused_runs_are_named_and_wall_time_is_the_bench_own(tiny):
+    """A --reuse-runs pass does not pose as the training run: its wall_seconds is its own, the
+    runs it took from disk are listed, and their training seconds are counted apart."""
+    cfg = dataclasses.replace(
+        tiny, bench_alphas=(0.1,), bench_sparsities=(0.9,), bench_norm_arch=""
+    )
+    first = run_bench(cfg)
+    assert first["reused_runs"] == [] and first["run_seconds"]["reused_runs"] == 0
+    again = run_bench(dataclasses.replace(cfg, reuse_runs=True))
+    assert len(again["reused_runs"]) == len(first["metrics"])
+    assert again["run_seconds"]["all_runs"] == pytest.approx(first["run_seconds"]["all_runs"])
+    assert again["wall_seconds"] < first["run_seconds"]["all_runs"]
+
+
+def test_flower_timing_is_time_limited_and_skips_with_the_reason(tiny):
+    """A Flower timing that runs over flower_timeout_s is killed with its process group and
+    recorded as skipped (here the child cannot even import torch in 0.2 s)."""
+    from sparsyfed.bench import flower_timing
+
+    cfg = dataclasses.replace(tiny, flower_rounds=1, flower_timeout_s=0.2)
+    rows, skipped = flower_timing(cfg)
+    assert rows == []
+    assert skipped[0]["id"] == "round-time-inprocess-vs-flower"
+    assert "timed out after 0.2 s" in skipped[0]["why"]
+
+
+def test_split_and_tuning_rows_run_on_the_bench(tiny):
+    """The extra rows of the paper preset (the official equal-size split, the lr0 grid on a
+    validation hold-out) run through the bench and give their claims."""
+    cfg = dataclasses.replace(
+        tiny, bench_alphas=(0.1,), bench_sparsities=(0.9,), bench_norm_arch="", rounds=1,
+        bench_splits=("lda_equal",), bench_tune_lr0s=(0.25, 0.5), seeds=(0, 1),
+    )  # fmt: skip
+    doc = run_bench(cfg)
+    ids = [c["id"] for c in doc["claims"]]
+    assert "sparsyfed-near-dense-s0.9-lda-equal" in ids and "sparsyfed-beats-topk-tuned" in ids
+    assert set(doc["tuning"]) == {"dense", "topk", "sparsyfed"}
+    assert all(c["verdict"] != "holds" for c in doc["claims"])  # 2 seeds never hold
+    assert (
+        "val_accuracy"
+        in doc["metrics"]["SparsyFed (alpha=0.1, s=0.9, lr0=0.25, val_fraction=0.15)"]
+    )

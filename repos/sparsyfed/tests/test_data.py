@@ -103,3 +103,63 @@ def test_synthetic_cifar_is_cifar_shaped_deterministic_and_balanced(tmp_path):
     again, _ = synthetic_cifar10(250, seed=0)
     first, _ = synthetic_cifar10(250, seed=0)
     assert (again == first).all()
+
+
+def label_tv(parts, labels):
+    """Mean total-variation distance of the client label histograms to the global one."""
+    glob = np.bincount(labels, minlength=10) / len(labels)
+    return float(
+        np.mean(
+            [
+                0.5 * np.abs(np.bincount(labels[p], minlength=10) / len(p) - glob).sum()
+                for p in parts
+            ]
+        )
+    )
+
+
+def test_equal_lda_split_is_the_official_equal_size_scheme():
+    """Flower's old create_lda_partitions (the official code's split): every client gets the same
+    number of samples (sizes differ by at most one), disjoint, covering; label skew set by alpha
+    as for our per-class split; deterministic for a seed."""
+    from sparsyfed.data import equal_lda_partition, partition
+
+    labels = np.repeat(np.arange(10), 144)
+    tv = {}
+    for alpha in (0.1, 1.0, 1000.0):
+        parts = equal_lda_partition(labels, 20, alpha, seed=3)
+        sizes = np.array([len(p) for p in parts])
+        assert sizes.max() - sizes.min() <= 1
+        assert sorted(np.concatenate(parts).tolist()) == list(range(len(labels)))
+        tv[alpha] = np.mean(
+            [label_tv(equal_lda_partition(labels, 20, alpha, s), labels) for s in range(5)]
+        )
+        ours = np.mean([label_tv(lda_partition(labels, 20, alpha, s), labels) for s in range(5)])
+        if alpha < 1000:  # near iid its per-sample draws add multinomial noise (TV ~0.15)
+            assert abs(tv[alpha] - ours) < 0.1, (alpha, tv[alpha], ours)
+    assert tv[0.1] > 0.6 > tv[1.0] > 0.2 > tv[1000.0]
+    same = partition(labels, 20, 0.1, 3, "lda_equal")
+    assert all(np.array_equal(a, b) for a, b in zip(same, equal_lda_partition(labels, 20, 0.1, 3)))
+    with pytest.raises(ValueError, match="split must be one of"):
+        partition(labels, 20, 0.1, 3, "iid")
+
+
+def test_validation_holdout_is_disjoint_stratified_and_unseen_by_clients():
+    """The tuning runs' validation set: a fixed fraction of each class, never in a client's data."""
+    import dataclasses
+
+    from sparsyfed.config import PRESETS
+    from sparsyfed.data import validation_holdout
+    from sparsyfed.federated import split_of, validation_of
+
+    labels = np.repeat(np.arange(10), 100)
+    keep, val = validation_holdout(labels, 0.15, seed=0)
+    assert not set(keep) & set(val) and len(keep) + len(val) == 1000
+    assert (np.bincount(labels[val]) == 15).all()
+    cfg = dataclasses.replace(PRESETS["quick"], val_fraction=0.2, n_clients=4)
+    (xtr, _), _, parts = split_of(cfg)
+    xval, _ = validation_of(cfg)
+    assert len(xtr) + len(xval) == 1437 and sum(len(p) for p in parts) == len(xtr)
+    rows = {tuple(r.flatten().tolist()) for r in xtr}
+    assert not any(tuple(r.flatten().tolist()) in rows for r in xval[:50])
+    assert validation_of(PRESETS["quick"]) is None

@@ -48,7 +48,8 @@ def test_eval_tests_the_saved_model_not_the_metrics_file(tiny, tmp_path):
 
 def test_same_seed_same_numbers(tiny, tmp_path):
     a, b = (train_and_evaluate(tiny, tmp_path / d) for d in ("a", "b"))
-    a.pop("seconds_per_round"), b.pop("seconds_per_round")  # wall time is the one exception
+    for timing in ("seconds_per_round", "train_seconds"):  # wall times are the one exception
+        a.pop(timing), b.pop(timing)
     assert a == b
     c = train_and_evaluate(dataclasses.replace(tiny, seed=1), tmp_path / "c")
     assert c["uploaded_nonzeros"] != a["uploaded_nonzeros"] or c["accuracy"] != a["accuracy"]
@@ -89,14 +90,20 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
         quiet=True,
     )
     doc = run_bench(paper)
-    assert doc["mode"] == "paper" and len(doc["metrics"]) == 13
+    # 13 rows as before, 3 under the official equal-size split, 3 methods x 3 tuning lr0
+    assert doc["mode"] == "paper" and len(doc["metrics"]) == 25
     ids = [c["id"] for c in doc["claims"]]
     assert ids == [
         "sparsyfed-near-dense-s0.9",
         "sparsyfed-beats-topk",
         "regrowth-5x-lower",
         "sparsyfed-near-dense-s0.95",
+        "sparsyfed-near-dense-s0.9-tuned",
+        "sparsyfed-beats-topk-tuned",
+        "sparsyfed-near-dense-s0.9-lda-equal",
+        "sparsyfed-beats-topk-lda-equal",
     ]
+    assert set(doc["tuning"]) == {"dense", "topk", "sparsyfed"}
     assert (tmp_path / "results" / "paper.json").exists()
     assert (tmp_path / "results" / "figures" / "paper-curves.png").exists()
 

@@ -15,6 +15,7 @@ from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bound
 ARCH_NAMES = ("mlp", "mlp_gn", "cnn", "cifar_cnn_gn", "resnet18")
 METHOD_NAMES = ("dense", "topk", "flash", "sparsyfed", "sparsyfed_na", "sparsyfed_b1")
 DATASETS = ("digits", "cifar10", "synth_cifar10")
+SPLITS = ("lda", "lda_equal")
 SPARSITY = Interval(ge=0, lt=1)
 """A sparsity s: the fraction of zero weights, below 1."""
 
@@ -52,6 +53,12 @@ class Config(RunConfig):
     """SGD weight decay on omega (no momentum, as in the official client)."""
     alpha: Annotated[float, Gt(0)] = 0.1
     """LDA concentration of the label split (1000 ~ iid, 0.1 very non-iid)."""
+    split: str = "lda"
+    """Client split: lda (each class cut at Dir(alpha) shares, client sizes vary) or lda_equal
+    (the official code's Flower create_lda_partitions: Dir(alpha) class mix, equal sizes)."""
+    val_fraction: Annotated[float, Interval(ge=0, lt=1)] = 0.0
+    """Fraction of each training class held out as a validation set (learning-rate tuning);
+    the clients split the rest. 0: none."""
     sparsity: Annotated[float, SPARSITY] = 0.9
     """Target sparsity s of every upload (fraction of zero weights after local pruning)."""
     beta: Annotated[float, Gt(0)] = 1.25
@@ -64,12 +71,25 @@ class Config(RunConfig):
     """Target sparsities the benchmark sweeps (the first is the headline one)."""
     bench_norm_arch: str = "mlp_gn"
     """Also run the headline point with this model, reported only (normalisation check; '' skips)."""
+    bench_tune_lr0s: Annotated[tuple[float, ...], Gt(0)] = ()
+    """Equal tuning: every one of dense, Top-K and SparsyFed at the headline point trains with
+    each of these lr0 (lr_final scaled alike) on the training set less --tune-val-fraction, and
+    keeps the lr0 of best mean validation accuracy; () skips."""
+    tune_val_fraction: Annotated[float, Interval(gt=0, lt=1)] = 0.15
+    """Validation fraction of the equal-tuning runs."""
+    bench_splits: tuple[str, ...] = ()
+    """Also run dense, Top-K and SparsyFed at the headline point with each of these splits."""
+    workers: Annotated[int, Ge(1)] = 1
+    """Benchmark runs trained in parallel (processes of --threads threads each)."""
     reuse_runs: bool = False
     """Benchmark: take metrics.json of a run folder whose config.json equals the run's config
     instead of training again (resumes a bench that stopped; same code assumed)."""
     flower_rounds: Annotated[int, Ge(0)] = 0
     """Rounds of the opt-in in-process vs Flower-simulation timing in the benchmark (0 skips it,
     with the reason in the results file: Ray's start-up can hang on a loaded 2-core machine)."""
+    flower_timeout_s: Annotated[float, Gt(0)] = 180.0
+    """Wall-clock limit of that timing (a child process group, killed when it runs over; the
+    row is then skipped with the reason)."""
 
 
 PRESETS: dict[str, Config] = {
@@ -89,6 +109,9 @@ PRESETS: dict[str, Config] = {
         bench_alphas=(0.1, 1.0),
         bench_sparsities=(0.9, 0.95, 0.99),
         bench_norm_arch="",
+        bench_tune_lr0s=(0.25, 0.5, 1.0),
+        bench_splits=("lda_equal",),
+        workers=2,
     ),
     "full": Config(
         name="full",
@@ -120,6 +143,9 @@ def validate(cfg: Config) -> Config:
         )
     if cfg.dataset != "digits" and not cfg.data_dir:
         raise ValueError(f"dataset {cfg.dataset} needs --data-dir (the folder of its batches)")
+    for split in (cfg.split, *cfg.bench_splits):
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
     if cfg.bench_norm_arch not in ("", *ARCH_NAMES):
         raise ValueError(
             f"bench_norm_arch must be '' or one of {ARCH_NAMES}, got {cfg.bench_norm_arch}"

@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .results import atomic_write_bytes
+
 Dataset = tuple[torch.Tensor, torch.Tensor]
 
 
@@ -111,8 +113,8 @@ def write_synthetic_cifar10(
     named = [(f"data_batch_{i + 1}", idx) for i, idx in enumerate(chunks)]
     for name, idx in [*named, ("test_batch", np.arange(n_train, n_train + n_test))]:
         batch = {b"data": x[idx], b"labels": y[idx].tolist(), b"batch_label": name.encode()}
-        with (folder / name).open("wb") as fh:
-            pickle.dump(batch, fh)
+        # atomic, test_batch last: a parallel bench worker never reads a half-written batch
+        atomic_write_bytes(folder / name, pickle.dumps(batch))
     return folder
 
 
@@ -145,3 +147,68 @@ def lda_partition(
         f"LDA split with alpha={alpha} left a client empty in {max_tries} draws; "
         "use fewer clients or a larger alpha"
     )
+
+
+def equal_lda_partition(
+    labels: np.ndarray, n_clients: int, alpha: float, seed: int
+) -> list[np.ndarray]:
+    """The official code's split: Flower's old `create_lda_partitions` (flwr.dataset, Hsu et al.,
+    2019). Each client draws its class mix p ~ Dir(alpha) over the classes and gets an equal share
+    of the samples (sizes differ by at most one), drawn one by one from p without replacement; a
+    class that runs out is dropped and p renormalised over the classes left.
+    """
+    labels = np.asarray(labels)
+    if alpha <= 0:
+        raise ValueError(f"alpha must be > 0, got {alpha}")
+    if not 1 <= n_clients <= len(labels):
+        raise ValueError(f"n_clients must be in [1, {len(labels)}], got {n_clients}")
+    rng = np.random.default_rng(seed)
+    classes = np.unique(labels)
+    pools = [list(rng.permutation(np.flatnonzero(labels == c))) for c in classes]
+    sizes = [len(labels) // n_clients + (i < len(labels) % n_clients) for i in range(n_clients)]
+    mixes = rng.dirichlet(np.full(len(classes), alpha), size=n_clients)
+    left = np.array([len(p) for p in pools], dtype=float)
+    out = []
+    for client in range(n_clients):
+        p = mixes[client] * (left > 0)
+        taken: list[int] = []
+        for _ in range(sizes[client]):
+            if p.sum() <= 0:  # every class of this client's mix ran out: take from what is left
+                p = (left > 0).astype(float)
+            cls = int(rng.choice(len(classes), p=p / p.sum()))
+            taken.append(int(pools[cls].pop()))
+            left[cls] -= 1
+            if left[cls] == 0:
+                p[cls] = 0.0
+        out.append(np.sort(np.asarray(taken, dtype=np.int64)))
+    return out
+
+
+SPLITS = ("lda", "lda_equal")
+
+
+def partition(
+    labels: np.ndarray, n_clients: int, alpha: float, seed: int, split: str
+) -> list[np.ndarray]:
+    """The client split by name: lda (per-class Dir(alpha) shares, sizes vary) or lda_equal (the
+    official code's equal-size split)."""
+    if split == "lda":
+        return lda_partition(labels, n_clients, alpha, seed)
+    if split == "lda_equal":
+        return equal_lda_partition(labels, n_clients, alpha, seed)
+    raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+
+
+def validation_holdout(
+    labels: np.ndarray, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, validation indices): `fraction` of each class held out, fixed by seed."""
+    labels = np.asarray(labels)
+    rng = np.random.default_rng([seed, 7919])
+    val = []
+    for cls in np.unique(labels):
+        idx = rng.permutation(np.flatnonzero(labels == cls))
+        val.extend(idx[: round(fraction * len(idx))].tolist())
+    val_idx = np.sort(np.asarray(val, dtype=np.int64))
+    keep = np.setdiff1d(np.arange(len(labels)), val_idx)
+    return keep, val_idx

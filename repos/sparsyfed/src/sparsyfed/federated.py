@@ -51,21 +51,40 @@ def sample_clients(cfg: Config, server_round: int) -> list[int]:
 
 
 @functools.lru_cache(maxsize=4)
-def load_split(cfg_key: tuple) -> tuple[data.Dataset, data.Dataset, list[np.ndarray]]:
-    """Train/test data and the LDA client split (cached: every client of a run reads it)."""
-    dataset, data_dir, seed, n_clients, alpha = cfg_key
+def load_split(
+    cfg_key: tuple,
+) -> tuple[data.Dataset, data.Dataset, list[np.ndarray], data.Dataset | None]:
+    """Train/test data, the client split and the validation set (None without one); cached:
+    every client of a run reads it. The validation set is held out before the split."""
+    dataset, data_dir, seed, n_clients, alpha, split, val_fraction = cfg_key
     if dataset == "digits":
         train, test = data.load_digits(seed)
     else:
         if dataset == "synth_cifar10" and not (Path(data_dir) / "test_batch").exists():
             data.write_synthetic_cifar10(data_dir)
         train, test = data.load_cifar10(data_dir)
-    parts = data.lda_partition(train[1].numpy(), n_clients, alpha, seed)
-    return train, test, parts
+    val = None
+    if val_fraction > 0:
+        keep, held = data.validation_holdout(train[1].numpy(), val_fraction, seed)
+        val = (train[0][held], train[1][held])
+        train = (train[0][keep], train[1][keep])
+    parts = data.partition(train[1].numpy(), n_clients, alpha, seed, split)
+    return train, test, parts, val
+
+
+def _split_key(cfg: Config) -> tuple:
+    return (cfg.dataset, cfg.data_dir, cfg.seed, cfg.n_clients, cfg.alpha, cfg.split,
+            cfg.val_fraction)  # fmt: skip
 
 
 def split_of(cfg: Config) -> tuple[data.Dataset, data.Dataset, list[np.ndarray]]:
-    return load_split((cfg.dataset, cfg.data_dir, cfg.seed, cfg.n_clients, cfg.alpha))
+    """(training set the clients share, test set, client index lists)."""
+    return load_split(_split_key(cfg))[:3]
+
+
+def validation_of(cfg: Config) -> data.Dataset | None:
+    """The held-out validation set (cfg.val_fraction > 0), else None."""
+    return load_split(_split_key(cfg))[3]
 
 
 def new_model(cfg: Config) -> nn.Module:
@@ -211,5 +230,7 @@ def run_federated(
             on_round(t, {k: v[-1] for k, v in hist.items() if v})
     # 1.0: the final mask is magnitude pruning of the untrained init (pruning at init)
     hist["init_mask_iou"] = [iou(init_mask, prunable_masks(global_state, names))]
+    if (val := validation_of(cfg)) is not None:  # learning-rate tuning reads this, never test
+        hist["acc_val"] = [accuracy(model, global_state, *val)]
     model.load_state_dict(global_state)
     return global_state, hist, layer_densities(model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ def summarize_run(
         "comm_ratio": dense_upload / uploaded,
         "seconds_per_round": float(np.mean(hist["seconds"])),
         "min_layer_density": min(layers.values()),
+        **({"val_accuracy": hist["acc_val"][0]} if "acc_val" in hist else {}),
     }
 
 
@@ -65,9 +67,11 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         if "acc_dense" in last:
             bar.set_postfix(acc=f"{last['acc_dense']:.3f}", regrow=f"{last['regrowth']:.4f}")
 
+    tic = time.perf_counter()
     state, hist, layers = run_federated(cfg, on_round)
     bar.close()
     metrics = summarize_run(cfg, state, hist, layers)
+    metrics["train_seconds"] = time.perf_counter() - tic  # this run's own wall time
     tensors = {k: v.detach().cpu().contiguous() for k, v in state.items()}
     atomic_write_bytes(workdir / MODEL, safetensors_bytes(tensors))
     atomic_write_json(workdir / "history.json", {"history": hist, "layer_density": layers})
