@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from tpo.bench import run_bench
 from tpo.config import METHODS, PRESETS
@@ -20,6 +21,7 @@ CLAIM_IDS = (
     "asr-raises-accuracy",
     "asr-raises-sibling-margin",
 )
+CONTROL_ID = "control-shuffled-not-above-dpo-acc-id"
 
 
 def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
@@ -43,13 +45,15 @@ def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
         assert key in doc
     assert len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {c["id"] for c in doc["claims"]} == set(CLAIM_IDS)
-    for c in doc["claims"]:  # every claim carries its paired interval and negative control
-        iv, ctrl = c["interval"], c["control"]
-        assert iv["lo"] <= iv["diff"] <= iv["hi"] and c["holds"] == (iv["lo"] > 0)
-        assert ctrl["method"] == "tpo_shuffled" and ctrl["passes_test"] == (
-            ctrl["interval"]["lo"] > 0
-        )
+    assert {c["id"] for c in doc["claims"]} == {*CLAIM_IDS, CONTROL_ID}
+    for c in doc["claims"]:  # structured test, three-way verdict; one seed never holds
+        assert c["verdict"] in ("holds", "contradicted", "inconclusive")
+        assert c["test"][0]["n"] == 1 and c["verdict"] != "holds" and not c["holds"]
+        assert c["test"][0]["interval"] == [None, None]
+        assert c["seeds_needed"] > 1
+    for c in doc["claims"][:-1]:
+        assert c["control"]["method"] == "tpo_shuffled"
+        assert c["pooled_items"]["lo"] <= c["pooled_items"]["diff"] <= c["pooled_items"]["hi"]
     assert (where / "figures" / "quick-metrics.png").exists()
 
 
@@ -62,7 +66,10 @@ def test_paper_preset_at_tiny_size_tunes_every_method_on_the_same_grid(tmp_path)
     assert PRESETS["paper"].pref_steps >= 300 and PRESETS["paper"].n_eval >= 600
     assert len(PRESETS["paper"].seeds) >= 3 and len(PRESETS["paper"].beta_grid) >= 2
     doc = run_bench(cfg)
-    assert doc["mode"] == "paper" and {c["id"] for c in doc["claims"]} == set(CLAIM_IDS)
+    assert doc["mode"] == "paper" and {c["id"] for c in doc["claims"]} == {*CLAIM_IDS, CONTROL_ID}
+    for c in doc["claims"]:  # two paired seeds: a t interval, but never a verdict of holds
+        assert c["test"][0]["n"] == 2 and None not in c["test"][0]["interval"]
+        assert c["verdict"] != "holds"
     tuning = doc["tuning"]
     assert set(tuning["chosen"]) == set(METHODS) - {"sft"}
     assert all(set(v) == {"0.1", "0.5"} for v in tuning["val_acc"].values())
@@ -101,3 +108,39 @@ def test_plr_matches_trl_dpo_loss_on_a_model_batch():
     res = compare_with_trl(model, tok, batch, beta=0.5, repeats=1)
     assert abs(res["ours_loss"] - res["peer_loss"]) <= 1e-5 * abs(res["peer_loss"])
     assert res["ours_s"] > 0 and res["peer_s"] > 0
+
+
+def _per_seed(tpo, dpo, ctrl, plr=None):
+    base = {"acc_id": dpo}
+    return {
+        "tpo": {"acc_id": tpo},
+        "dpo": base,
+        "tpo_shuffled": {"acc_id": ctrl},
+        "tpo_plr": {"acc_id": plr if plr is not None else dpo},
+    }
+
+
+def _items(per_seed):
+    return {m: {k: [np.full(5, x) for x in v] for k, v in d.items()} for m, d in per_seed.items()}
+
+
+def test_claims_hold_only_when_the_seed_interval_clears_zero_and_the_control_is_contradicted():
+    """Claim verdicts follow the paired per-seed t interval: a consistent gain over 3 seeds
+    holds, a gain on one seed only is inconclusive with seeds_needed, a loss is contradicted;
+    the control's claim is contradicted when the shuffled policy falls below DPO."""
+    from tpo.bench import claims_from
+
+    per_seed = _per_seed([0.72, 0.70, 0.74], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
+    claims = {c["id"]: c for c in claims_from(per_seed, _items(per_seed), 50)}
+    main = claims["tpo-accuracy-gt-dpo"]
+    assert main["verdict"] == "holds" and main["test"][0]["estimate"] == pytest.approx(0.03)
+    assert main["test"][0]["threshold"] == 0.0 and main["test"][0]["direction"] == ">"
+    assert claims["asr-raises-accuracy"]["verdict"] == "holds"  # tpo_plr == dpo here
+    assert claims[CONTROL_ID]["verdict"] == "contradicted"
+    assert main["control"]["verdict"] == "contradicted"
+    noisy = _per_seed([0.75, 0.66, 0.70], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
+    c = {x["id"]: x for x in claims_from(noisy, _items(noisy), 50)}["tpo-accuracy-gt-dpo"]
+    assert c["verdict"] == "inconclusive" and c["seeds_needed"] > 3
+    worse = _per_seed([0.60, 0.61, 0.62], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
+    c = {x["id"]: x for x in claims_from(worse, _items(worse), 50)}["tpo-accuracy-gt-dpo"]
+    assert c["verdict"] == "contradicted" and not c["holds"]

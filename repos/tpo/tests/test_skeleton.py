@@ -22,7 +22,7 @@ from tpo.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "bench --preset full --seeds 0 --n-layer 1 --d-model 16 --n-head 2 --sft-examples 32 --sft-steps 2 --sft-batch 8 --n-trees 8 --n-heldout-trees 4 --n-branches 2 --pref-steps 2 --pref-batch 4 --n-val 4 --n-eval 4 --n-boot 50 --perf-repeats 1 --quiet",
+    "bench --preset full --demo runs/full-demo --seeds 0 --pref-steps 2 --quiet",
 )
 
 

@@ -51,10 +51,10 @@ def test_same_seed_same_numbers(tiny, tmp_path):
     assert train_and_evaluate(tiny, tmp_path / "a") == train_and_evaluate(tiny, tmp_path / "b")
 
 
-def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
+def test_large_preset_runs_one_step_at_tiny_size(tmp_path):
     small = {k: v for k, v in TINY.items() if k not in ("modulus", "n_layer", "d_model", "n_head")}
     full = dataclasses.replace(
-        PRESETS["full"], device="cpu", **{**small, "sft_steps": 1, "pref_steps": 1}
+        PRESETS["large"], device="cpu", **{**small, "sft_steps": 1, "pref_steps": 1}
     )
     metrics = train_and_evaluate(full, tmp_path)
     assert all(math.isfinite(v) for v in metrics.values())
@@ -64,3 +64,54 @@ def test_resume_reuses_the_sft_checkpoint(tiny, tmp_path):
     first = train_and_evaluate(tiny, tmp_path)
     again = train_and_evaluate(dataclasses.replace(tiny, resume=True, sft_steps=1), tmp_path)
     assert again == first  # sft_steps changed, but the saved SFT policy was reused
+
+
+def test_heldout_trees_and_test_problems_do_not_leak_into_training(tiny, tmp_path):
+    from tpo.hf import split_trees
+    from tpo.train import prepare
+
+    stage = prepare(tiny, tmp_path)
+    train = {t.prompt for t in stage.train_trees}
+    assert len(stage.train_trees) == tiny.n_trees
+    assert len(stage.heldout_trees) == tiny.n_heldout_trees
+    assert not train & {t.prompt for t in stage.heldout_trees}
+    trees = [dataclasses.replace(stage.train_trees[0], prompt=f"p{i}") for i in range(20)]
+    fit, held = split_trees(trees, 0)
+    assert (
+        len(fit) == 17 and len(held) == 3 and not {t.prompt for t in fit} & {t.prompt for t in held}
+    )
+
+
+def test_preference_losses_at_the_reference_and_the_official_dpo_mean_reward(tiny, tmp_path):
+    """With pi = pi_ref every implicit reward is 0, so DPO's loss is log 2 (a sign error in
+    the log-ratio breaks it); --dpo-reward mean divides each response's summed log-ratio by
+    its token count (the official masked mean)."""
+    import copy
+
+    import torch
+
+    from tpo.evaluation import reference_steps, step_counts, step_logps, tree_batch
+    from tpo.train import preference_loss, prepare
+
+    stage = prepare(tiny, tmp_path)
+    trees, refs = stage.train_trees[:4], stage.train_ref[:4]
+    with torch.no_grad():
+        at_ref = preference_loss("dpo", stage.sft, stage.tok, trees, refs, tiny)
+    assert float(at_ref) == pytest.approx(math.log(2), abs=1e-6)
+    policy = copy.deepcopy(stage.sft)
+    with torch.no_grad():
+        for q in policy.parameters():
+            q.add_(0.05 * torch.randn_like(q))
+        got = preference_loss(
+            "dpo", policy, stage.tok, trees, refs, dataclasses.replace(tiny, dpo_reward="mean")
+        )
+        batch, scores = tree_batch(stage.tok, trees, "cpu")
+        pol, _ = step_logps(policy, batch)
+        ref = torch.stack(reference_steps(stage.sft, stage.tok, trees, "cpu")).flatten(0, 1)
+        k = min(pol.shape[1], ref.shape[1])
+        tokens = step_counts(batch, pol.shape[1]).sum(-1)
+        mean = (tiny.beta * (pol.sum(-1) - ref[:, :k].sum(-1)) / tokens).view(scores.shape)
+        rows = torch.arange(scores.shape[0])
+        win, lose = mean[rows, scores.argmax(-1)], mean[rows, scores.argmin(-1)]
+        expected = -torch.nn.functional.logsigmoid(win - lose).mean()
+    assert float(got) == pytest.approx(float(expected), rel=1e-5)

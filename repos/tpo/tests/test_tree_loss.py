@@ -16,6 +16,7 @@ from tpo.tree_loss import (
     current_ranks,
     gains,
     lambda_weights,
+    merge_tail,
     pair_step_similarity,
     plr_loss,
     step_similarity,
@@ -215,3 +216,23 @@ def test_tpo_orders_five_arms_while_dpo_orders_only_extremes():
 
     assert train(plr_loss) == pytest.approx(1.0)
     assert train(dpo_gold_vs_worst) < 0.9
+
+
+def test_official_step_merge_folds_steps_past_the_shortest_response_into_its_last_step():
+    """dataset.py: every step index past the list's smallest step count S becomes S. Sums and
+    token counts add up; hidden states become the token-weighted mean of the merged steps."""
+    counts = torch.tensor([[[2.0, 3.0, 0.0, 0.0], [1.0, 1.0, 2.0, 0.0], [2.0, 2.0, 2.0, 2.0]]])
+    ratio = torch.tensor([[[1.0, 2.0, 0.0, 0.0], [1.0, 2.0, 3.0, 0.0], [1.0, 2.0, 3.0, 4.0]]])
+    h = torch.randn(1, 3, 4, 5, generator=torch.Generator().manual_seed(0))
+    r, states, c = merge_tail(ratio, h, counts)
+    assert r.tolist() == [[[1.0, 2.0, 0.0, 0.0], [1.0, 5.0, 0.0, 0.0], [1.0, 9.0, 0.0, 0.0]]]
+    assert c.tolist() == [[[2.0, 3.0, 0.0, 0.0], [1.0, 3.0, 0.0, 0.0], [2.0, 6.0, 0.0, 0.0]]]
+    assert torch.allclose(states[0, 1, 1], (h[0, 1, 1] + 2 * h[0, 1, 2]) / 3)
+    assert torch.allclose(states[0, 0, :2], h[0, 0, :2])  # the shortest response is unchanged
+    # equal step counts: nothing moves, and the merged loss equals the plain one
+    same = torch.ones(1, 3, 4)
+    scores = torch.tensor([[100.0, 0.0, -50.0]])
+    plain = tpo_loss(ratio, h, same, scores, 0.5, "paper")
+    assert torch.equal(tpo_loss(ratio, h, same, scores, 0.5, "paper", "official"), plain)
+    with pytest.raises(ValueError, match="step_merge"):
+        tpo_loss(ratio, h, same, scores, 0.5, "paper", "merged")

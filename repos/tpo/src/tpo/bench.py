@@ -16,7 +16,16 @@ import numpy as np
 
 from .config import Config, validate
 from .evaluation import greedy_hits
-from .results import claim, results_document, summarize, write_results
+from .hf import prepare_hf
+from .results import (
+    claim,
+    paired_interval,
+    part_from_paired,
+    part_verdict,
+    results_document,
+    summarize,
+    write_results,
+)
 from .runtime import results_dir_of
 from .stats import paired_bootstrap
 from .train import Stage, measure, prepare, summary, trained_policy
@@ -59,7 +68,19 @@ def _fmt(iv: dict[str, float]) -> str:
     return f"{iv['diff']:+.3f} [{iv['lo']:+.3f}, {iv['hi']:+.3f}]"
 
 
+def _fmt_t(d: dict) -> str:
+    lo, hi = d["lo"], d["hi"]
+    span = "no interval" if lo is None else f"[{lo:+.3f}, {hi:+.3f}]"
+    return f"{d['mean']:+.3f} {span} (n={d['n']} seeds)"
+
+
+THRESHOLD = 0.0
+"""Every claim is a direction the paper states without a margin (TPO above DPO, ASR above no
+ASR), so each part tests the paired per-seed difference against 0."""
+
+
 def paired_claim(
+    per_seed: dict,
     items: dict,
     cid: str,
     statement: str,
@@ -69,82 +90,105 @@ def paired_claim(
     key: str,
     n_boot: int,
 ) -> dict:
-    """Holds when the 95% interval of the paired difference method - baseline lies above 0; the
-    same test on the negative control (CONTROL in place of method) is reported next to it."""
-    iv = _interval(items, method, baseline, key, n_boot)
-    ctrl = _interval(items, CONTROL, baseline, key, n_boot)
-    means = [float(np.nanmean(np.concatenate(items[m][key]))) for m in (method, baseline)]
+    """The verdict rests on the paired per-seed difference method - baseline (mean over each
+    seed's items; 95% t interval over seeds): holds when it lies above THRESHOLD on >= 3 seeds.
+    The item-level bootstrap (items resampled within seeds) and the same test on the negative
+    control (CONTROL in place of method) are reported next to it."""
+    diff = paired_interval(per_seed[method][key], per_seed[baseline][key])
+    ctrl = paired_interval(per_seed[CONTROL][key], per_seed[baseline][key])
+    pooled = _interval(items, method, baseline, key, n_boot)
+    means = [float(np.mean(per_seed[m][key])) for m in (method, baseline)]
     ours = (
-        f"{key} {means[0]:.3f} vs {means[1]:.3f}; paired diff {_fmt(iv)} (n={iv['n']}); "
-        f"control {CONTROL} - {baseline}: {_fmt(ctrl)}"
+        f"{key} {means[0]:.3f} vs {means[1]:.3f}; paired per-seed diff {_fmt_t(diff)}; "
+        f"items pooled {_fmt(pooled)} (n={pooled['n']}); control {CONTROL} - {baseline}: "
+        f"{_fmt_t(ctrl)}"
     )
+    part = part_from_paired(f"{method} - {baseline}, {key}", diff, THRESHOLD, ">", key)
+    ctrl_part = part_from_paired(f"{CONTROL} - {baseline}, {key}", ctrl, THRESHOLD, ">", key)
     return claim(
         cid,
-        statement + " (fails if the 95% paired interval of the difference reaches 0 or below)",
+        statement + " (holds if the 95% t interval over seeds of the paired difference is above 0)",
         paper,
         ours,
-        iv["lo"] > 0,
-        interval=iv,
-        control={"method": CONTROL, "interval": ctrl, "passes_test": ctrl["lo"] > 0},
+        test=[part],
+        pooled_items=pooled,
+        control={"method": CONTROL, "test": ctrl_part, "verdict": part_verdict(ctrl_part)},
     )
 
 
-def claims_from(items: dict, n_boot: int) -> list[dict]:
-    return [
-        paired_claim(
-            items,
-            "tpo-accuracy-gt-dpo",
-            "TPO's greedy accuracy on in-distribution test problems exceeds DPO's, paired over "
-            "seeds and problems",
+CLAIMS = (
+    (
+        "tpo-accuracy-gt-dpo",
+        "TPO's greedy accuracy on in-distribution test problems exceeds DPO's",
+        (
             "TPO > DPO on all 5 LLMs and all 4 in-distribution math sets (MATH, SVAMP, ASDiv, "
-            "GSM-Plus), gains of a few points",
-            "tpo",
-            "dpo",
-            "acc_id",
-            n_boot,
+            "GSM-Plus), gains of a few points"
         ),
-        paired_claim(
-            items,
-            "tpo-ood-accuracy-gt-dpo",
-            "TPO's greedy accuracy on longer, out-of-distribution chains exceeds DPO's",
-            "TPO > DPO out of distribution (HumanEval, MBPP, BBH, MMLU)",
-            "tpo",
-            "dpo",
-            "acc_ood",
-            n_boot,
-        ),
-        paired_claim(
-            items,
-            "tpo-ranks-better-than-dpo",
+        "tpo",
+        "dpo",
+        "acc_id",
+    ),
+    (
+        "tpo-ood-accuracy-gt-dpo",
+        "TPO's greedy accuracy on longer, out-of-distribution chains exceeds DPO's",
+        "TPO > DPO out of distribution (HumanEval, MBPP, BBH, MMLU)",
+        "tpo",
+        "dpo",
+        "acc_ood",
+    ),
+    (
+        "tpo-ranks-better-than-dpo",
+        (
             "TPO's implicit reward ranks held-out tree responses better than DPO's (per-tree "
-            "NDCG@N against the judge scores)",
-            "PLR learns the whole ranked list; DPO one pair (no number reported)",
-            "tpo",
-            "dpo",
-            "ndcg",
-            n_boot,
+            "NDCG@N against the judge scores)"
         ),
-        paired_claim(
-            items,
-            "asr-raises-accuracy",
-            "adding ASR to PLR raises in-distribution greedy accuracy (TPO vs TPO w/o ASR)",
-            "ablation: TPO above TPO w/o ASR",
-            "tpo",
-            "tpo_plr",
-            "acc_id",
-            n_boot,
-        ),
-        paired_claim(
-            items,
-            "asr-raises-sibling-margin",
-            "adding ASR raises the reward margin between held-out siblings that share a prefix",
-            "ASR increases the relative reward margin on shared sub-trajectories (no number)",
-            "tpo",
-            "tpo_plr",
-            "sibling_margin",
-            n_boot,
-        ),
+        "PLR learns the whole ranked list; DPO one pair (no number reported)",
+        "tpo",
+        "dpo",
+        "ndcg",
+    ),
+    (
+        "asr-raises-accuracy",
+        "adding ASR to PLR raises in-distribution greedy accuracy (TPO vs TPO w/o ASR)",
+        "ablation: TPO above TPO w/o ASR",
+        "tpo",
+        "tpo_plr",
+        "acc_id",
+    ),
+    (
+        "asr-raises-sibling-margin",
+        "adding ASR raises the reward margin between held-out siblings that share a prefix",
+        "ASR increases the relative reward margin on shared sub-trajectories (no number)",
+        "tpo",
+        "tpo_plr",
+        "sibling_margin",
+    ),
+)
+
+
+def control_claim(per_seed: dict, key: str) -> dict:
+    """Negative control as a claim: TPO on shuffled scores must not beat DPO (expected verdict:
+    contradicted, or at least not holds)."""
+    diff = paired_interval(per_seed[CONTROL][key], per_seed["dpo"][key])
+    return claim(
+        f"control-shuffled-not-above-dpo-{key.replace('_', '-')}",
+        f"negative control: TPO trained on scores shuffled within each tree beats DPO on {key} "
+        "(must NOT hold; expected verdict contradicted)",
+        "no paper number: a method that ignores the scores cannot learn the preference",
+        f"{CONTROL} - dpo {key}: {_fmt_t(diff)}",
+        test=[part_from_paired(f"{CONTROL} - dpo, {key}", diff, THRESHOLD, ">", key)],
+    )
+
+
+def claims_from(per_seed: dict, items: dict, n_boot: int) -> list[dict]:
+    """The claims whose metric the run measured (a --model-dir run has no accuracy)."""
+    out = [
+        paired_claim(per_seed, items, cid, st, paper, m, b, key, n_boot)
+        for cid, st, paper, m, b, key in CLAIMS
+        if key in per_seed[m]
     ]
+    key = "acc_id" if "acc_id" in per_seed[CONTROL] else "ndcg"
+    return [*out, control_claim(per_seed, key)]
 
 
 def performance(stage: Stage, cfg: Config) -> list[dict]:
@@ -176,8 +220,9 @@ def performance(stage: Stage, cfg: Config) -> list[dict]:
 
 
 def plot(metrics: dict):
-    keys = ("acc_id", "acc_ood", "ndcg", "kendall_tau", "sibling_margin")
     methods = list(metrics)
+    keys = [k for k in ("acc_id", "acc_ood", "ndcg", "kendall_tau", "sibling_margin")]
+    keys = [k for k in keys if k in metrics[methods[0]]]
     fig, axes = plt.subplots(1, len(keys), figsize=(4 * len(keys), 3.4))
     for ax, key in zip(axes, keys, strict=True):
         means = [metrics[m][key]["mean"] for m in methods]
@@ -204,16 +249,21 @@ def run_bench(cfg: Config) -> dict:
         # sampling, preference training and test problems, and the methods compare paired
         run_cfg = dataclasses.replace(cfg, seed=seed, resume=cfg.resume or n > 0)
         t0 = time.perf_counter()
-        stage = prepare(run_cfg, Path(cfg.out), sft_seed=cfg.seeds[0])
+        if cfg.model_dir:  # the paper's setting: LoRA on a local causal LM, trees from a file
+            stage = prepare_hf(run_cfg)
+        else:
+            stage = prepare(run_cfg, Path(cfg.out), sft_seed=cfg.seeds[0])
         seconds[f"prepare_seed{seed}"] = time.perf_counter() - t0
         cached: dict = {}
-        if n == 0:
+        if n == 0 and not cfg.model_dir:
             t0 = time.perf_counter()
             tuning, cached = tune_betas(stage, run_cfg, curves)
             seconds["tuning"] = time.perf_counter() - t0
         for name in cfg.methods:
             t0 = time.perf_counter()
-            beta = tuning["chosen"].get(name, cfg.beta)
+            beta = tuning.get("chosen", {}).get(name, cfg.beta)
+            if stage.in_place and name != "sft":  # LoRA trains in place: fresh adapters
+                stage = prepare_hf(run_cfg)
             m_cfg = dataclasses.replace(run_cfg, beta=beta)
             policy = cached.get((name, beta))
             if policy is None:
@@ -226,8 +276,8 @@ def run_bench(cfg: Config) -> dict:
                 per_seed[name].setdefault(key, []).append(value)
             seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_seed.items()}
-    claims = claims_from(items, cfg.n_boot)
-    perf = performance(stage, cfg) if cfg.perf_repeats else []
+    claims = claims_from(per_seed, items, cfg.n_boot)
+    perf = performance(stage, cfg) if cfg.perf_repeats and not cfg.model_dir else []
     doc = results_document(
         PAPER,
         cfg.name,

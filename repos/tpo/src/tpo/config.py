@@ -23,6 +23,9 @@ METHODS = ("sft", "dpo", "dpo_all", "tpo_plr", "tpo", "tpo_code", "tpo_anchor", 
 our first-pass ASR (against the best response); negative control: TPO on scores shuffled within
 each tree."""
 
+STEP_MERGES = ("none", "official")
+DPO_REWARDS = ("sum", "mean")
+
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
@@ -40,6 +43,9 @@ class Config(RunConfig):
     model_dir: str = ""
     """Local transformers causal-LM folder: `train` fine-tunes it with LoRA on --trees (the
     paper's setting) instead of the arithmetic task's GPT-2."""
+    demo: str = ""
+    """Write a tiny random Llama and official-format trees into this folder and use them as
+    --model-dir and --trees (a smoke test of the paper's setting; nothing is downloaded)."""
     step_pattern: str = r"Step \d+:"
     """Regular expression that opens a step in --model-dir responses (official data: 'Step k:')."""
     lora_r: Positive = 8
@@ -98,6 +104,12 @@ class Config(RunConfig):
     """Bootstrap resamples for the paired intervals of the claims."""
     perf_repeats: Annotated[int, Ge(0)] = 20
     """Timed repetitions of the loss-and-backward comparison with trl in `bench` (0 skips it)."""
+    step_merge: str = "none"
+    """Step alignment of a list for ASR: 'none' (each response keeps all its steps) or 'official'
+    (dataset.py: steps past the list's smallest step count merge into that last step)."""
+    dpo_reward: str = "sum"
+    """DPO baselines' implicit reward: 'sum' of log-ratios (DPO paper) or 'mean' over response
+    tokens (the official loss.py's masked mean, length-normalised)."""
 
 
 PRESETS: dict[str, Config] = {
@@ -107,6 +119,9 @@ PRESETS: dict[str, Config] = {
     "paper": Config(
         name="paper",
         out="runs/paper",
+        # issue 76: 3 seeds left the main claim's per-seed t interval at [-0.013, +0.064]
+        # (seeds_needed 7); 8 paired seeds decide it at the 3-seed spread
+        seeds=tuple(range(8)),
         n_trees=1000,
         n_heldout_trees=200,
         pref_steps=300,
@@ -115,9 +130,25 @@ PRESETS: dict[str, Config] = {
         curve_every=100,
         n_eval=600,
     ),
+    # the paper's own setting: LoRA on a local causal LM (--model-dir) trained on preference trees
+    # in the official JSONL format (--trees), tpo_train.py's hyper-parameters
     "full": Config(
         name="full",
         out="runs/full",
+        device="auto",
+        method="tpo",
+        methods=("sft", "dpo", "tpo_plr", "tpo", "tpo_shuffled"),
+        beta=0.5,
+        pref_lr=5e-7,
+        pref_batch=1,
+        step_merge="official",
+        dpo_reward="mean",
+        perf_repeats=0,
+    ),
+    # the arithmetic task at the brief's full CPU-plan scale (GPU; the earlier `full`)
+    "large": Config(
+        name="large",
+        out="runs/large",
         device="auto",
         modulus=100,
         n_layer=6,
@@ -172,10 +203,22 @@ def validate(cfg: Config) -> Config:
     needed = {"sft", "dpo", "tpo_plr", "tpo", "tpo_shuffled"} - set(cfg.methods)
     if needed:
         raise ValueError(f"methods must include {sorted(needed)} (the claims compare them)")
+    if cfg.step_merge not in STEP_MERGES:
+        raise ValueError(f"step_merge must be one of {STEP_MERGES}, got {cfg.step_merge!r}")
+    if cfg.dpo_reward not in DPO_REWARDS:
+        raise ValueError(f"dpo_reward must be one of {DPO_REWARDS}, got {cfg.dpo_reward!r}")
+    if cfg.name == "full" and not cfg.model_dir and not cfg.demo:
+        raise ValueError(
+            "the full preset is the paper's setting: give --model-dir DIR (a local causal LM "
+            "folder) and --trees FILE (preference trees, JSONL); --preset large is the "
+            "arithmetic task at scale"
+        )
     if cfg.min_steps > cfg.max_steps:
         raise ValueError(f"need 1 <= min_steps <= max_steps, got {cfg.min_steps}, {cfg.max_steps}")
     if cfg.d_model % cfg.n_head:
         raise ValueError(f"d_model ({cfg.d_model}) must be divisible by n_head ({cfg.n_head})")
+    if cfg.demo and (cfg.model_dir or cfg.trees):
+        raise ValueError("demo writes its own model and trees; drop --model-dir and --trees")
     if cfg.model_dir:
         check_model_dir(cfg.model_dir)
         if not cfg.trees:

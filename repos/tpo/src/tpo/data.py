@@ -45,9 +45,11 @@ class Tokenizer:
     def encode_prompt(self, prompt: str) -> list[int]:
         return [self.bos] + self.encode(prompt)
 
-    def encode_response(self, response: str) -> tuple[list[int], list[int]]:
+    def encode_response(self, response: str | list[str]) -> tuple[list[int], list[int]]:
         """Token ids of the response and <eos>, and the step index of each token ("S" opens a
-        step; tokens before the first "S" count as step 0)."""
+        step; tokens before the first "S" count as step 0). A list of steps is joined."""
+        if not isinstance(response, str):
+            response = " ".join(response)
         ids = self.encode(response) + [self.eos]
         steps, k = [], -1
         for t in ids:
@@ -171,6 +173,12 @@ class Tree:
     responses: list[str]
     scores: list[float]
     prefix_steps: list[int] | None = None
+    steps: list[list[str]] | None = None
+    """Each response's steps as given (the official format); None: split at the step marker."""
+
+    def response_units(self) -> list[str] | list[list[str]]:
+        """What the tokenizer encodes per response: its step list when given, else its text."""
+        return self.steps if self.steps is not None else self.responses
 
 
 def _type_problem(tree: Tree) -> str | None:
@@ -205,6 +213,8 @@ def validate_tree(
     for i, s in enumerate(tree.scores):
         if not isinstance(s, int | float) or not math.isfinite(s):
             raise ValueError(f"{where}: score {i} is {s!r}; expected a finite number")
+    if tree.steps is not None:
+        return tree  # the file gave the steps (official format): no marker needed
     for i, r in enumerate(tree.responses):
         if not has_step(r):
             raise ValueError(
@@ -217,6 +227,48 @@ def validate_tree(
 def save_trees(path: str | Path, trees: list[Tree]) -> None:
     lines = [json.dumps(dataclasses.asdict(t)) for t in trees]
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+RESPONSE_TEMPLATE = "{prompt}\n\n### Response:\n"
+"""The official TPODataset's prompt template (dataset.py); the response's steps follow it."""
+
+
+def official_tree(obj: dict, where: str) -> Tree:
+    """A tree in the official data format (data_prepare.py / dataset.py):
+    {"prompt": str, "response_list": [{"response": [step, ...], "score": v}, ...]}, the gold
+    solution first. Steps are kept as given (one step index each); responses are their
+    concatenation, and the prompt gets the official '### Response:' template."""
+    if not isinstance(obj.get("prompt"), str):
+        raise ValueError(f"{where}: prompt must be a string, got {obj.get('prompt')!r}")  # noqa: TRY004
+    items = obj["response_list"]
+    if not isinstance(items, list):
+        kind = type(items).__name__
+        raise ValueError(f"{where}: response_list must be a list, got {kind}")  # noqa: TRY004
+    steps, scores = [], []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not {"response", "score"} <= set(item):
+            raise ValueError(f"{where}: response_list[{i}] must hold 'response' and 'score'")
+        resp = item["response"]
+        if isinstance(resp, str):
+            resp = [resp]
+        if not resp or not all(isinstance(x, str) and x for x in resp):
+            raise ValueError(
+                f"{where}: response_list[{i}].response must be a non-empty list of non-empty "
+                "step strings"
+            )
+        steps.append(list(resp))
+        scores.append(item["score"])
+    prompt = RESPONSE_TEMPLATE.format(prompt=obj["prompt"])
+    shared = [shared_prefix(steps[0], x) for x in steps]  # gold steps each response starts with
+    return Tree(prompt, ["".join(x) for x in steps], scores, shared, steps)
+
+
+def shared_prefix(gold: list[str], steps: list[str]) -> int:
+    """How many leading steps `steps` has in common with `gold`."""
+    n = 0
+    while n < min(len(gold), len(steps)) and gold[n] == steps[n]:
+        n += 1
+    return n
 
 
 def load_trees(path: str | Path, has_step: Callable[[str], bool] = has_step_marker) -> list[Tree]:
@@ -238,10 +290,16 @@ def load_trees(path: str | Path, has_step: Callable[[str], bool] = has_step_mark
         kind = type(obj).__name__
         if kind != "dict":
             raise ValueError(f"{path}:{n}: expected a JSON object, got {kind}")
-        missing = {"prompt", "responses", "scores"} - set(obj)
-        if missing:
-            raise ValueError(f"{path}:{n}: missing keys {sorted(missing)}")
-        tree = Tree(obj["prompt"], obj["responses"], obj["scores"], obj.get("prefix_steps"))
+        if "response_list" in obj:
+            tree = official_tree(obj, f"{path}:{n}")
+        else:
+            missing = {"prompt", "responses", "scores"} - set(obj)
+            if missing:
+                raise ValueError(
+                    f"{path}:{n}: missing keys {sorted(missing)} (or give the official "
+                    "format's 'prompt' and 'response_list')"
+                )
+            tree = Tree(obj["prompt"], obj["responses"], obj["scores"], obj.get("prefix_steps"))
         trees.append(validate_tree(tree, f"{path}:{n}", has_step))
     if not trees:
         raise ValueError(f"{path}: no preference trees found")

@@ -19,7 +19,7 @@ def tree_batch(tok: Tokenizer, trees: list[Tree], device: str) -> tuple[Batch, t
     if any(len(t.responses) != n for t in trees):
         raise ValueError("trees in one batch must hold the same number of responses")
     prompts = [t.prompt for t in trees for _ in range(n)]
-    responses = [r for t in trees for r in t.responses]
+    responses = [r for t in trees for r in t.response_units()]
     scores = torch.tensor([t.scores for t in trees], dtype=torch.float32, device=device)
     return encode_pairs(tok, prompts, responses).to(device), scores
 

@@ -45,14 +45,19 @@ class HFTokenizer:
     def encode_prompt(self, prompt: str) -> list[int]:
         return ([] if self.bos is None else [self.bos]) + self._ids(prompt)
 
-    def encode_response(self, response: str) -> tuple[list[int], list[int]]:
-        """Ids of each step's text, then <eos>; text before the first marker belongs to step 0."""
-        starts = [m.start() for m in self.pattern.finditer(response) if m.start() > 0]
-        cuts = [0, *starts, len(response)]
+    def encode_response(self, response: str | list[str]) -> tuple[list[int], list[int]]:
+        """Ids of each step's text, then <eos>; text before the first marker belongs to step 0.
+        A list (the official format's steps) gives the steps directly."""
+        if isinstance(response, str):
+            starts = [m.start() for m in self.pattern.finditer(response) if m.start() > 0]
+            cuts = [0, *starts, len(response)]
+            pieces = [response[a:b] for a, b in itertools.pairwise(cuts)]
+        else:
+            pieces = list(response)
         ids: list[int] = []
         steps: list[int] = []
-        for k, (a, b) in enumerate(itertools.pairwise(cuts)):
-            piece = self._ids(response[a:b])
+        for k, text in enumerate(pieces):
+            piece = self._ids(text)
             ids += piece
             steps += [k] * len(piece)
         if not ids:
@@ -120,3 +125,74 @@ def load_adapters(model: torch.nn.Module, folder: Path) -> None:
         raise ValueError(f"{path}: does not fit the run's LoRA policy ({first})") from None
     if result.unexpected_keys:
         raise ValueError(f"{path}: adapters the policy lacks: {result.unexpected_keys[:3]}")
+
+
+DEMO_WORDS = [
+    *("What", "is", "plus", "times", "?", "###", "Response:", "Step", "1:", "2:", "=", "."),
+    *("so", "the", "answer"),
+    *map(str, range(13)),
+]
+
+
+def demo_trees(n: int, rng: np.random.Generator) -> list[dict]:
+    """n trees in the official format: a gold two-step solution (score 100), two branches that
+    go wrong at step 1 or 2, and a wrong trajectory (the official lists hold five)."""
+    out = []
+    for _ in range(n):
+        a, b = (int(x) for x in rng.integers(2, 5, size=2))
+        c = a + b
+        gold = [f"Step 1: {a} plus {b} = {c} . ", f"Step 2: so the answer is {c}"]
+        late = [gold[0], f"Step 2: so the answer is {c + 1}"]
+        early = [f"Step 1: {a} plus {b} = {c + 2} . ", f"Step 2: so the answer is {c + 2}"]
+        wrong = [f"Step 1: {a} times {b} = {c + 3} . ", "Step 2: so the answer is 2"]
+        scored = [(gold, 100), (late, 20), (early, -40), (wrong, -90)]
+        out.append(
+            {
+                "prompt": f"What is {a} plus {b} ?",
+                "response_list": [{"response": r, "score": v} for r, v in scored],
+            }
+        )
+    return out
+
+
+def write_demo(folder: str | Path, seed: int = 0, n_trees: int = 12) -> tuple[Path, Path]:
+    """A tiny random LlamaForCausalLM with a word-level tokenizer (folder/model) and n_trees
+    official-format trees (folder/trees.jsonl); returns both paths."""
+    import json
+
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import WhitespaceSplit
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = Path(folder)
+    model_dir = folder / "model"
+    words = ["<pad>", "<s>", "</s>", "<unk>", *dict.fromkeys(DEMO_WORDS)]
+    raw = Tokenizer(WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    raw.pre_tokenizer = WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+    )
+    tok.save_pretrained(model_dir)
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=len(words),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
+    LlamaForCausalLM(config).save_pretrained(model_dir)
+    trees = folder / "trees.jsonl"
+    rows = demo_trees(n_trees, np.random.default_rng([seed, 11]))
+    trees.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return model_dir, trees

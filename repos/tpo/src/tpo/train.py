@@ -128,10 +128,13 @@ def preference_loss(
     ratio = (steps - fit_steps(ref_steps, k)).view(b, n, k)  # per-step log pi/pi_ref
     if asr is not None:
         counts = step_counts(batch, k).view(b, n, k)
-        return tpo_loss(ratio, states.view(b, n, k, -1), counts, scores, cfg.beta, asr)
+        states = states.view(b, n, k, -1)
+        return tpo_loss(ratio, states, counts, scores, cfg.beta, asr, cfg.step_merge)
     rewards = cfg.beta * ratio.sum(-1)
     if method == "tpo_plr":
         return plr_loss(rewards, scores)
+    if cfg.dpo_reward == "mean":  # official loss.py: masked mean over the response tokens
+        rewards = rewards / step_counts(batch, k).sum(-1).view(b, n).clamp_min(1.0)
     if method == "dpo":
         return dpo_gold_vs_worst(rewards, scores)
     if method == "dpo_all":
@@ -142,7 +145,7 @@ def preference_loss(
 def shuffled_scores(trees: list[Tree], rng: np.random.Generator) -> list[Tree]:
     """The negative control's trees: each tree's scores permuted at random among its responses."""
     return [
-        Tree(t.prompt, t.responses, [t.scores[i] for i in rng.permutation(len(t.scores))])
+        dataclasses.replace(t, scores=[t.scores[i] for i in rng.permutation(len(t.scores))])
         for t in trees
     ]
 
@@ -275,4 +278,19 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
             policy = load_weights(
                 copy.deepcopy(stage.sft), workdir / "policy.safetensors", run.device
             )
+    if cfg.trees and cfg.trees != run.trees:  # a user's tree file: ranking figures on all of it
+        stage = on_user_trees(stage, cfg.trees, run.device)
     return summary(measure(stage, policy.eval(), run))
+
+
+def on_user_trees(stage: Stage, path: str, device: str) -> Stage:
+    """The stage with every tree of `path` as held-out trees (no accuracy problems); the
+    reference log-probs come from the SFT policy, or the LoRA model with its adapters off."""
+    has_step = getattr(stage.tok, "has_step", None)
+    trees = load_trees(path, has_step) if has_step else load_trees(path)
+    if stage.in_place:
+        with stage.sft.disable_adapter():
+            ref = reference_steps(stage.sft.eval(), stage.tok, trees, device)
+    else:
+        ref = reference_steps(stage.sft, stage.tok, trees, device)
+    return dataclasses.replace(stage, heldout_trees=trees, heldout_ref=ref, test_id=[], test_ood=[])

@@ -86,6 +86,28 @@ def step_means(states: torch.Tensor, step_ids: torch.Tensor, n_steps: int) -> to
     return total / onehot.sum(1)[..., None].clamp_min(1.0)
 
 
+def merge_tail(
+    step_log_ratios: torch.Tensor, states: torch.Tensor | None, counts: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+    """The official dataset.py step alignment: in each list, every step past the smallest step
+    count S of its responses joins step S (0-based: index S - 1). Summed log-ratios and token
+    counts add up; step-mean hidden states become the token-weighted mean of the merged steps.
+    Shapes (B, N, K), (B, N, K, d) or None, (B, N, K); returns the same shapes."""
+    k = counts.shape[-1]
+    last = (counts > 0).sum(-1).min(-1).values.clamp_min(1) - 1  # (B,) index S - 1
+    cols = torch.arange(k, device=counts.device)
+    target = torch.minimum(cols[None, :], last[:, None])  # (B, K): where each step goes
+    onehot = (target[:, :, None] == cols[None, None, :]).to(step_log_ratios.dtype)  # (B, K, K)
+    merged_ratio = torch.einsum("bnk,bkj->bnj", step_log_ratios, onehot)
+    merged_counts = torch.einsum("bnk,bkj->bnj", counts.to(onehot.dtype), onehot)
+    if states is None:
+        return merged_ratio, None, merged_counts.to(counts.dtype)
+    weighted = states * counts[..., None].to(states.dtype)
+    total = torch.einsum("bnkd,bkj->bnjd", weighted, onehot.to(states.dtype))
+    merged_states = total / merged_counts[..., None].clamp_min(1.0).to(states.dtype)
+    return merged_ratio, merged_states, merged_counts.to(counts.dtype)
+
+
 def step_similarity(h: torch.Tensor, valid: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
     """cos(h_{n,k}, h_{a,k}) between step k of response n and step k of the anchor response a
     of its list; 0 where either lacks step k. h: (B, N, K, d); anchor: (B,) indices."""
@@ -161,9 +183,15 @@ def tpo_loss(
     scores: torch.Tensor,
     beta: float,
     asr: str = "paper",
+    step_merge: str = "none",
 ) -> torch.Tensor:
     """TPO = PLR over ASR margins. asr='paper' is the pairwise form (lambda from the plain
-    implicit rewards' ranks); 'code' and 'anchor' feed per-response ASR rewards into PLR."""
+    implicit rewards' ranks); 'code' and 'anchor' feed per-response ASR rewards into PLR.
+    step_merge='official' first merges each list's steps past its smallest step count."""
+    if step_merge == "official":
+        step_log_ratios, states, counts = merge_tail(step_log_ratios, states, counts)
+    elif step_merge != "none":
+        raise ValueError(f"step_merge must be 'none' or 'official', got {step_merge!r}")
     if asr == "paper":
         margins = asr_pair_margins(step_log_ratios, states, counts > 0, beta)
         return ranked_pair_loss(margins, beta * step_log_ratios.sum(-1), scores)
