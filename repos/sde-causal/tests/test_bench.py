@@ -62,14 +62,15 @@ def test_records_are_deterministic_per_job(paper_run):
         assert json.loads(json.dumps(run_job(run_cfg, k, todo[k]))) == records[k]
 
 
-def _records(sig_alt: float, base_alt: float, sig_null: float, rng) -> list[dict]:
-    """Synthetic job records: SigKer-CI's p-values ~ U(0, scale) on each kind, baselines too."""
+def _records(sig_alt: float, base_alt: float, sig_null: tuple, rng, sig_shd: int = 1) -> list[dict]:
+    """Synthetic job records: SigKer-CI's p-values ~ U(0, scale) on alternatives and
+    U(*sig_null) on nulls; baselines U(0, 1) on nulls and U(0, base_alt) on alternatives."""
     out = []
     for kind, count in (("type1", 60), ("power_drift", 40), ("power_diffusion", 40)):
         for _ in range(count):
             p = {m: float(rng.uniform(0, 1)) for m in METHODS + CONTROLS}
             if kind == "type1":
-                p["SigKer-CI"] = float(rng.uniform(0, sig_null))
+                p["SigKer-CI"] = float(rng.uniform(*sig_null))
                 p["SigKer-CI no-cond"] = float(rng.uniform(0, 0.05))  # anti-conservative
             else:
                 p["SigKer-CI"] = float(rng.uniform(0, sig_alt))
@@ -78,24 +79,33 @@ def _records(sig_alt: float, base_alt: float, sig_null: float, rng) -> list[dict
             out.append({"kind": kind, "n": 100, "family": "linear", "case": "x", "p": p})
     for family in sde.FAMILIES:
         for g in range(8):
-            shd = {"SigKer-CI": 1, "Granger": 3, "PCMCI": 4, "oracle": 0, "empty": 3}
+            shd = {"SigKer-CI": sig_shd, "Granger": 3, "PCMCI": 4, "oracle": 0, "empty": 3}
             out.append({"kind": "graph", "family": family, "shd": shd, "f1": {}})
     return out
 
 
 def test_claims_follow_the_thresholds_and_controls_fail():
+    from sde_causal.results import verdict
+
     cfg = dataclasses.replace(PRESETS["quick"], n_grid=(100,))
-    good = {
-        c["id"]: c for c in make_claims(_records(0.01, 1.0, 1.0, np.random.default_rng(0)), cfg)
-    }
-    assert all(c["holds"] for c in good.values())
+    rng = np.random.default_rng(0)
+    good = {c["id"]: c for c in make_claims(_records(0.01, 1.0, (0.06, 1.0), rng), cfg)}
+    assert all(c["verdict"] == "holds" and c["holds"] for c in good.values())
+    assert all(c["verdict"] == verdict(c["test"]) for c in good.values())
+    assert all(c["negative_control"]["verdict"] != "holds" for c in good.values())
     assert not any(c["negative_control"]["holds"] for c in good.values())
-    # SigKer-CI anti-conservative on the nulls, baselines as strong as it on alternatives
-    bad = {
-        c["id"]: c for c in make_claims(_records(0.01, 0.01, 0.2, np.random.default_rng(1)), cfg)
-    }
-    assert not bad["type1-calibrated"]["holds"]
+    # a type-I error near alpha on 60 nulls: the Wilson interval straddles 0.10 -> inconclusive
+    near = make_claims(_records(0.01, 1.0, (0.0, 1.0), np.random.default_rng(0)), cfg)[0]
+    assert near["verdict"] == "inconclusive" and near["seeds_needed"] > 60
+    # SigKer-CI anti-conservative on the nulls, baselines as strong as it on alternatives,
+    # SigKer-CI's SHD worse than Granger's on every graph
+    rng = np.random.default_rng(1)
+    bad = {c["id"]: c for c in make_claims(_records(0.01, 0.01, (0.0, 0.1), rng, 5), cfg)}
+    assert bad["type1-calibrated"]["verdict"] == "contradicted"
     assert not bad["power-diffusion-size-adjusted"]["holds"]
+    assert all(bad[f"shd-{f}"]["verdict"] == "contradicted" for f in sde.FAMILIES)
+    parts = bad["shd-linear"]["test"]
+    assert parts[0]["direction"] == "<" and parts[0]["threshold"] == 0 and parts[0]["n"] == 8
 
 
 def test_critical_value_and_size_adjusted_power():

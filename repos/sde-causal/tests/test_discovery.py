@@ -44,6 +44,10 @@ def test_shd_counts_missing_extra_and_reversed_edges_once():
     est = np.zeros((3, 3), bool)
     est[1, 0] = est[0, 2] = True  # reversed 0-1, missing 1-2, extra 0-2
     assert discovery.shd(true, est) == 3
+    assert discovery.shd(true, true) == 0  # every edge right: nothing counted
+    est = true.copy()
+    est[2, 0] = True  # one extra edge against the index order
+    assert discovery.shd(true, est) == 1
 
 
 def test_ou_variance_matches_closed_form():

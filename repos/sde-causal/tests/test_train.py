@@ -80,3 +80,18 @@ def test_untuned_record_keeps_config_values_and_apply_sets_fields(tiny):
     assert tuning.apply(cfg, rec) == cfg
     rec["methods"]["Granger"]["chosen"] = 5
     assert tuning.apply(cfg, rec).lags == 5
+
+
+def test_graph_vars_sets_the_size_of_the_random_graphs(tiny):
+    """Issue 65: the paper's sizes (d up to 10) are one flag away; the default stream is kept."""
+    from sde_causal.train import jobs
+
+    big = dataclasses.replace(tiny, graph_vars=(10, 10), graphs_per_family=2)
+    sizes = {len(case) for kind, _, case, _ in jobs(big) if kind == "graph"}
+    assert sizes == {10}
+    hidden = {len(case) for kind, _, case, _ in jobs(big) if kind == "graph_hidden"}
+    assert hidden == {10 + big.n_hidden}
+    default = {len(case) for kind, _, case, _ in jobs(tiny) if kind == "graph"}
+    assert default <= {4, 5}
+    with pytest.raises(ValueError, match="graph_vars must be two sizes lo <= hi"):
+        validate(dataclasses.replace(tiny, graph_vars=(6, 4)))

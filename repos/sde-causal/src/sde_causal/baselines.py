@@ -125,6 +125,12 @@ class GrangerTest:
 def granger_graph(data: PathData, alpha: float, lags: int) -> np.ndarray:
     """Full-conditioning Granger graph: i -> j given all other variables, then BH."""
     d = data.d
+    return bh_prune(~np.eye(d, dtype=bool), granger_pvalues(data, lags), alpha)
+
+
+def granger_pvalues(data: PathData, lags: int) -> np.ndarray:
+    """(d, d) p-values of i -> j given all other variables (1 on the diagonal)."""
+    d = data.d
     p = np.ones((d, d))
     for i in range(d):
         for j in range(d):
@@ -132,7 +138,7 @@ def granger_graph(data: PathData, alpha: float, lags: int) -> np.ndarray:
                 p[i, j] = granger_pvalue(
                     data.paths, i, j, [k for k in range(d) if k not in (i, j)], lags
                 )
-    return bh_prune(~np.eye(d, dtype=bool), p, alpha)
+    return p
 
 
 def pcmci_pvalues(paths: np.ndarray, tau_max: int) -> np.ndarray:

@@ -71,7 +71,10 @@ class Config(RunConfig):
     power_reps: Annotated[int, Ge(1)] = 2
     """Data sets per (drift family, n) for drift power; as many diffusion-only edges in total."""
     graphs_per_family: Annotated[int, Ge(1)] = 1
-    """Random 4-5 variable graphs per SDE family for SHD / F1."""
+    """Random graphs per SDE family for SHD / F1 (sizes from graph_vars)."""
+    graph_vars: Annotated[tuple[int, ...], MinLen(2), Ge(2)] = (4, 5)
+    """Smallest and largest number of variables d of the random graphs (uniform in between);
+    the paper's Tables 1-2 go up to d = 10."""
     hidden_graphs: Annotated[int, Ge(0)] = 2
     """Random graphs with n_hidden hidden variables (families in turn)."""
     pysiglib_sizes: Annotated[tuple[int, ...], Ge(2)] = (100, 400)
@@ -126,6 +129,8 @@ def validate(cfg: Config) -> Config:
         )
     if cfg.n_obs > cfg.fine_steps + 1:
         raise ValueError(f"n_obs must be in [4, fine_steps + 1], got {cfg.n_obs}")
+    if len(cfg.graph_vars) != 2 or cfg.graph_vars[0] > cfg.graph_vars[1]:
+        raise ValueError(f"graph_vars must be two sizes lo <= hi, got {cfg.graph_vars}")
     if not all(w <= cfg.cut for w in (cfg.incr_window, *cfg.incr_window_grid)):
         raise ValueError(f"incr_window values must be in (0, cut={cfg.cut}]")
     return cfg

@@ -86,15 +86,21 @@ class SigKerTest:
         ridge: float,
         seed: int,
         variant: str = "full",
+        statistic: str = "hsic",
     ):
         if variant not in self.VARIANTS:
             raise ValueError(f"variant must be one of {self.VARIANTS}, got {variant!r}")
+        if statistic not in citest.STATISTICS:
+            raise ValueError(f"statistic must be one of {citest.STATISTICS}, got {statistic!r}")
+        self.statistic = statistic
         self.data, self.refinement, self.n_perm = data, refinement, n_perm
         self.ridge, self.seed, self.variant = ridge, seed, variant
         self._grams: dict[tuple[int, str], np.ndarray] = {}
 
-    def at(self, ridge: float | None = None, variant: str | None = None) -> SigKerTest:
-        """The same test with another ridge or variant, sharing the cached Grams."""
+    def at(
+        self, ridge: float | None = None, variant: str | None = None, statistic: str | None = None
+    ) -> SigKerTest:
+        """The same test with another ridge, variant or statistic, sharing the cached Grams."""
         other = SigKerTest(
             self.data,
             self.refinement,
@@ -102,6 +108,7 @@ class SigKerTest:
             self.ridge if ridge is None else ridge,
             self.seed,
             self.variant if variant is None else variant,
+            self.statistic if statistic is None else statistic,
         )
         other._grams = self._grams
         return other
@@ -132,6 +139,8 @@ class SigKerTest:
             perm = np.random.default_rng([self.seed, i, j, *cond, 7]).permutation(len(kx))
             kx = kx[np.ix_(perm, perm)]
         ky = self.gram(j, "future")
+        if self.statistic == "sdcit":
+            return citest.sdcit_test(kx, ky, kz, self.n_perm, rng)[1]
         return citest.kernel_ci_test(kx, ky, kz, self.n_perm, rng, self.ridge)[1]
 
 

@@ -21,6 +21,7 @@ CI_PANELS = (
     ("power_diffusion", "power, diffusion-only edges"),
 )
 COLORS = dict(zip(METHODS + CONTROLS, ["C0", "C1", "C2", "C3", "C4", "0.5", "0.75"]))
+COLORS["SigKer-SDCIT"] = "C5"
 
 
 def _plt():

@@ -72,7 +72,8 @@ def write_paths(path: str | Path, paths: np.ndarray, times: np.ndarray, names: l
 
 
 def read_paths(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a .csv or .npz tidy table -> (paths (n, L, d), times (n, L), variable names).
+    """Read a .csv or .npz tidy table, or an .npz holding an array `paths` of shape
+    (paths, times, variables) -> (paths (n, L, d), times (n, L), variable names).
 
     Every problem (missing file, wrong suffix, unreadable or malformed content) raises a
     ValueError whose message starts with the file's name.
@@ -95,9 +96,14 @@ def _read(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
         if not zipfile.is_zipfile(path):
             raise ValueError("not an .npz archive (written by numpy.savez)")
         with np.load(path, allow_pickle=False) as z:
+            if "paths" in z.files:
+                return _read_array_npz(z)
             names = [k for k in z.files if k not in ("time", "path_id")]
             if "time" not in z.files or "path_id" not in z.files:
-                raise ValueError(f"needs arrays 'time' and 'path_id', has {z.files}")
+                raise ValueError(
+                    f"needs an array 'paths' (paths, times, variables) or the tidy arrays "
+                    f"'time' and 'path_id', has {z.files}"
+                )
             cols = [z["time"], z["path_id"], *(z[k] for k in names)]
             if len({c.shape for c in cols}) != 1 or cols[0].ndim != 1:
                 raise ValueError(f"arrays must be 1-d of one length, got {[c.shape for c in cols]}")
@@ -128,6 +134,44 @@ def _read(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
     else:
         raise ValueError(f"file must end in .csv or .npz, got {path.name}")
     return from_table(rows, names)
+
+
+def _read_array_npz(z) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The array form of .npz: `paths` (n, L, d); optional `times` ((L,) or (n, L), default
+    0..1 evenly) and `names` (d strings, default X0..X{d-1})."""
+    extra = sorted(set(z.files) - {"paths", "times", "names"})
+    if extra:
+        raise ValueError(f"unknown array(s) {extra} beside 'paths' (allowed: times, names)")
+    paths = np.asarray(z["paths"])
+    if paths.ndim != 3 or paths.shape[1] < 2 or min(paths.shape) < 1:
+        raise ValueError(
+            f"'paths' must have shape (paths, times >= 2, variables), got {paths.shape}"
+        )
+    if not np.issubdtype(paths.dtype, np.number):
+        raise ValueError(f"'paths' must be numeric, got dtype {paths.dtype}")
+    paths = paths.astype(np.float64)
+    n, length, d = paths.shape
+    if "times" in z.files:
+        times = np.asarray(z["times"], dtype=np.float64)
+        if times.shape not in ((length,), (n, length)):
+            raise ValueError(
+                f"'times' must have shape ({length},) or ({n}, {length}), got {times.shape}"
+            )
+    else:
+        times = np.linspace(0.0, 1.0, length)
+    times = np.array(np.broadcast_to(times, (n, length)))
+    if "names" in z.files:
+        names = [str(v) for v in np.asarray(z["names"]).reshape(-1)]
+        if len(names) != d or len(set(names)) != d:
+            raise ValueError(f"'names' must hold {d} distinct names, got {names}")
+    else:
+        names = [f"X{k}" for k in range(d)]
+    for label, arr in (("paths", paths), ("times", times)):
+        if not np.isfinite(arr).all():
+            raise ValueError(f"NaN or infinite values in '{label}'")
+    if (np.diff(times, axis=1) <= 0).any():
+        raise ValueError("'times' must increase strictly along every path")
+    return paths, times, names
 
 
 def _first_non_numeric(header: list[str], body: list[list[str]]) -> tuple[int, str]:

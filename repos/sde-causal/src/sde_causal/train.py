@@ -34,6 +34,8 @@ from .results import atomic_write_json, read_config, read_json
 
 METHODS = ("SigKer-CI", "KCI-flat", "ParCorr-incr", "Granger", "PCMCI")
 CONTROLS = ("SigKer-CI no-cond", "SigKer-CI shuffled")  # negative controls of the CI claims
+# the same Grams with the paper's (SDCIT-style) statistic: reported beside SigKer-CI, in no claim
+ABLATIONS = ("SigKer-SDCIT",)
 GRAPH_METHODS = ("SigKer-CI", "Granger", "PCMCI")
 GRAPH_REFERENCES = ("oracle", "empty")  # upper bound (CI oracle) and floor (no edge)
 CI_KINDS = ("type1", "power_drift", "power_diffusion")
@@ -54,9 +56,10 @@ def jobs(cfg: Config) -> list[tuple]:
             else:
                 out += [("power_drift", n, "edge", family)] * cfg.power_reps
     rng = np.random.default_rng([cfg.seed, 2])
+    lo, hi = cfg.graph_vars
     for family in sde.FAMILIES:
         for _ in range(cfg.graphs_per_family):
-            graph = sde.random_dag(int(rng.integers(4, 6)), rng)
+            graph = sde.random_dag(int(rng.integers(lo, hi + 1)), rng)
             out.append(("graph", cfg.n_paths, graph, family))
     for r in range(cfg.irregular_reps):  # each null triple once, families in turn
         for t, name in enumerate(NULL_TRIPLES):
@@ -67,7 +70,7 @@ def jobs(cfg: Config) -> list[tuple]:
             out.append(("power_diffusion_irregular", cfg.n_paths, "edge", "diffusion"))
     if cfg.n_hidden:
         for g in range(cfg.hidden_graphs):
-            graph = sde.random_dag(int(rng.integers(4, 6)) + cfg.n_hidden, rng)
+            graph = sde.random_dag(int(rng.integers(lo, hi + 1)) + cfg.n_hidden, rng)
             family = sde.FAMILIES[(cfg.seed + g) % len(sde.FAMILIES)]
             out.append(("graph_hidden", cfg.n_paths, graph, family))
     return out
@@ -119,6 +122,7 @@ def run_job(cfg: Config, k: int, job: tuple) -> dict:
     if not irregular:
         tests["SigKer-CI no-cond"] = sig.at(variant="no-cond")
         tests["SigKer-CI shuffled"] = sig.at(variant="shuffled")
+        tests["SigKer-SDCIT"] = sig.at(statistic="sdcit")
     rec = {
         "kind": kind,
         "n": n,
@@ -143,7 +147,7 @@ def seed_metrics(records: list[dict], cfg: Config) -> dict[str, float]:
     """`{"<method>/<metric>": value}` of one seed, from its job records."""
     out: dict[str, float] = {}
     n_max = max(cfg.n_grid)
-    for m in METHODS + CONTROLS:
+    for m in METHODS + CONTROLS + ABLATIONS:
         for n in cfg.n_grid:
             null = pvalues(records, "type1", n, m)
             for kind in CI_KINDS:
