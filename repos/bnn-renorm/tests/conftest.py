@@ -26,6 +26,7 @@ SHRINK = {
     "p": 6,
     "alphas": (2.0,),
     "n_test": 3,
+    "gibbs_alphas": (2.0,),
     "gibbs_sweeps": 30,
     "burn_in": 5,
     "relu_p": 6,

@@ -106,6 +106,41 @@ def test_linear_width_runs_each_alpha_at_width_p_over_alpha(tiny):
     assert abs(out["exact|lin_ratio_a6"] - 1.0) > 0.1  # N = 1: far from it
 
 
+def test_linear_gibbs_samples_the_full_weights_at_each_prior_variance(tiny):
+    """E1's falsifiable check: Gibbs on (a, W) at width N = P / alpha and every s2 in
+    gibbs_s2s; BPKR on the kernel whose NNGP is s2^2 X X^T / N0; the old convention differs."""
+    cfg = dataclasses.replace(tiny, gibbs_s2s=(0.5, 2.0), gibbs_alphas=(2.0,))
+    out = train.linear_gibbs(cfg, 0, quiet_progress())
+    t, width = cfg.temperature, round(cfg.p / 2.0)
+    for s2 in cfg.gibbs_s2s:
+        x, y, x_test, blocks = train.linear_problem(cfg, cfg.p, 0, s2)
+        xx = np.asarray(x) @ np.asarray(x).T / cfg.n0
+        np.testing.assert_allclose(s2 * np.asarray(blocks[0]), s2**2 * xx, rtol=1e-10)
+        v_gp = train.nngp_mean_variance(blocks, y, s2, t)
+        post = samplers.gibbs_linear(0, x, y, x_test, width, s2, t, cfg.gibbs_sweeps, cfg.burn_in)
+        tag = f"s{s2:g}_a2"
+        gibbs = float(np.mean(post.var)) / v_gp
+        assert out[f"gibbs|gibbs_ratio_{tag}"] == pytest.approx(gibbs, rel=1e-9)
+        u = renorm.bpkr_u(blocks[0], y, width, s2, t)
+        ratio = renorm.renormalised_variance_ratio(*blocks, y, u, s2, t)
+        assert out[f"bpkr|gibbs_ratio_{tag}"] == pytest.approx(ratio, rel=1e-9)
+        assert out[f"bpkr|gibbs_relerr_{tag}"] == pytest.approx(abs(ratio / gibbs - 1), rel=1e-9)
+        legacy = out[f"bpkr_legacy_s2|gibbs_ratio_{tag}"]
+        assert abs(legacy / ratio - 1) > 0.05
+
+
+def test_bpkr_is_within_five_percent_of_gibbs_and_the_old_convention_is_not():
+    """The linear claim's check at a small linear-width size (P = N = 40, N0 = 80): BPKR within
+    5% of the full-weight sampler at s2 = 0.5 and 2; Kb = X X^T / N0 (the old bug) 20% off."""
+    cfg = dataclasses.replace(
+        PRESETS["quick"], p=40, n0=80, gibbs_alphas=(1.0,), gibbs_sweeps=600, burn_in=100
+    )
+    out = train.linear_gibbs(cfg, 0, quiet_progress())
+    for s2 in cfg.gibbs_s2s:
+        assert out[f"bpkr|gibbs_relerr_s{s2:g}_a1"] < 0.05
+        assert out[f"bpkr_legacy_s2|gibbs_relerr_s{s2:g}_a1"] > 0.2
+
+
 def test_relu_width_runs_each_alpha_at_width_relu_p_over_alpha(tiny):
     """E2 the same way (BPKR with the arc-cosine kernel at N = relu_p / alpha); the NUTS ground
     truth is handed in as eval does, so no chain runs here."""

@@ -30,10 +30,14 @@ class Config(RunConfig):
     """Scale of the teacher's targets (moves u / s2 well away from 1)."""
     teacher_noise: Annotated[float, Ge(0)] = 0.1
     """Standard deviation of the teacher's label noise before scaling."""
+    gibbs_s2s: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.5, 2.0)
+    """Prior variances at which BPKR is checked against blocked Gibbs on the full weights (a, W)."""
+    gibbs_alphas: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (2.0, 4.0)
+    """Load factors alpha = P / N of that check (N0 = n0, P = p; width N = P / alpha)."""
     gibbs_sweeps: Annotated[int, Ge(1)] = 400
-    """Blocked Gibbs sweeps of the sampler-speed comparison (the linear ground truth is quadrature)."""
+    """Blocked Gibbs sweeps per chain (the full-weight check and the sampler-speed comparison)."""
     burn_in: Annotated[int, Ge(0)] = 100
-    """Gibbs sweeps discarded at the start of that chain."""
+    """Gibbs sweeps discarded at the start of each chain."""
     relu_p: Annotated[int, Ge(1)] = 24
     """Training images of the ReLU linear-width experiment (digits, or MNIST with --mnist-*)."""
     relu_alphas: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.5, 2.0)
@@ -95,6 +99,7 @@ PRESETS: dict[str, Config] = {
         name="paper",
         out="runs/paper",
         alphas=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+        gibbs_alphas=(1.0, 2.0, 4.0),
         relu_p=60,
         relu_alphas=(0.5, 1.0, 2.0),
         nuts_warmup=400,
@@ -110,6 +115,7 @@ PRESETS: dict[str, Config] = {
         out="runs/full",
         device="auto",
         alphas=(0.125, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+        gibbs_alphas=(0.5, 1.0, 2.0, 4.0),
         gibbs_sweeps=20_000,
         burn_in=4_000,
         relu_p=200,

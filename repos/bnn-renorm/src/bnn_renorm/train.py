@@ -28,7 +28,9 @@ from .results import atomic_write_json, read_config, read_json
 NETWORKS = "networks.safetensors"  # the sublinear estimator's trained networks, per width
 METHODS = (
     "exact",
+    "gibbs",
     "bpkr",
+    "bpkr_legacy_s2",
     "mp_integral",
     "mp_population",
     "nngp",
@@ -58,11 +60,13 @@ def nngp_mean_variance(blocks, y, s2, t) -> float:
     return float(jnp.mean(kernels.gp_predict(s2 * k_train, s2 * k_cross, s2 * k_diag, y, t)[1]))
 
 
-def linear_problem(cfg: Config, p: int, seed: int):
+def linear_problem(cfg: Config, p: int, seed: int, s2: float | None = None):
+    """The linear teacher's data and the base-kernel blocks at prior variance s2 (cfg.s2)."""
     x, y, x_test = data.linear_teacher(
         p, cfg.n0, cfg.n_test, seed, cfg.teacher_scale, cfg.teacher_noise
     )
-    return x, y, x_test, kernel_blocks(kernels.linear_nngp, x, x_test, cfg.s2)
+    s2 = cfg.s2 if s2 is None else s2
+    return x, y, x_test, kernel_blocks(kernels.linear_nngp, x, x_test, s2)
 
 
 def images(cfg: Config) -> tuple[np.ndarray, np.ndarray]:
@@ -76,6 +80,11 @@ def relu_problem(cfg: Config, seed: int):
     pixels, labels = images(cfg)
     x, y, x_test = data.image_regression(pixels, labels, cfg.relu_p, cfg.n_test, seed, 1.0)
     return x, y, x_test, kernel_blocks(kernels.relu_nngp, x, x_test, cfg.s2)
+
+
+def width_at(p: int, alpha: float) -> int:
+    """The width N of load factor alpha = P / N (at least one unit)."""
+    return max(1, round(p / alpha))
 
 
 def relerr(estimate: float, truth: float) -> float:
@@ -132,7 +141,7 @@ def linear_width(
     signal_data = float(jnp.sum(y**2)) / cfg.p - noise
     out = {}
     for alpha in cfg.alphas:
-        width = max(1, round(cfg.p / alpha))
+        width = width_at(cfg.p, alpha)
 
         def exact(width=width):
             return float(jnp.mean(samplers.exact_linear_posterior(*blocks, y, width, s2, t)[1]))
@@ -142,7 +151,8 @@ def linear_width(
         bpkr = renorm.renormalised_variance_ratio(*blocks, y, u, s2, t)
         mp = {}
         for name, signal in (("mp_integral", signal_data), ("mp_population", cfg.teacher_scale**2)):
-            u_mp = renorm.integral_u(ratio, cfg.p / width, s2, t, signal, noise)
+            # Eq. 3 reads alpha itself (no width): a wrong alpha -> N mapping moves Eq. 4 only
+            u_mp = renorm.integral_u(ratio, alpha, s2, t, signal, noise)
             mp[name] = renorm.integral_variance_ratio(ratio, u_mp, s2, t)
         est = {"exact": truth, "bpkr": bpkr, "nngp": 1.0} | mp
         for name, value in est.items():
@@ -157,6 +167,51 @@ def linear_width(
     return out
 
 
+def linear_gibbs(
+    cfg: Config, seed: int, progress: Progress, saved: dict | None = None
+) -> dict[str, float]:
+    """E1 against a full-parameter sampler: blocked Gibbs on (a, W), which never sees the base
+    kernel or the readout-scale quadrature, at every prior variance in cfg.gibbs_s2s (s2 != 1,
+    where a wrong power of s2 in the kernel shows). Also scored: the quadrature (BPKR is its
+    mode), the NNGP floor, and BPKR with the old convention Kb = X X^T / N0 (a negative control)."""
+    t = cfg.temperature
+    out = {}
+    for s2 in cfg.gibbs_s2s:
+        x, y, x_test, blocks = linear_problem(cfg, cfg.p, seed, s2)
+        legacy = kernel_blocks(kernels.linear_k0, x, x_test, s2)
+        v_gp = nngp_mean_variance(blocks, y, s2, t)
+        for alpha in cfg.gibbs_alphas:
+            width = width_at(cfg.p, alpha)
+            tag = f"s{s2:g}_a{alpha:g}"
+
+            def gibbs(width=width, x=x, y=y, x_test=x_test, s2=s2, v_gp=v_gp):
+                post = samplers.gibbs_linear(
+                    seed, x, y, x_test, width, s2, t, cfg.gibbs_sweeps, cfg.burn_in
+                )
+                return float(jnp.mean(post.var)) / v_gp
+
+            truth = ground_truth(saved, f"gibbs|gibbs_ratio_{tag}", gibbs)
+            exact = samplers.exact_linear_posterior(*blocks, y, width, s2, t)[1]
+            u_old = renorm.bpkr_u(legacy[0], y, width, s2, t)
+            k_train, k_cross, k_diag = legacy
+            old = kernels.gp_predict(u_old * k_train, u_old * k_cross, u_old * k_diag, y, t)[1]
+            est = {
+                "gibbs": truth,
+                "bpkr": renorm.renormalised_variance_ratio(
+                    *blocks, y, renorm.bpkr_u(blocks[0], y, width, s2, t), s2, t
+                ),
+                "exact": float(jnp.mean(exact)) / v_gp,
+                "bpkr_legacy_s2": float(jnp.mean(old)) / v_gp,
+                "nngp": 1.0,
+            }
+            for name, value in est.items():
+                out[f"{name}|gibbs_ratio_{tag}"] = value
+                if name != "gibbs":
+                    out[f"{name}|gibbs_relerr_{tag}"] = relerr(value, truth)
+            progress.step(f"gibbs s2={s2:g} alpha={alpha:g}")
+    return out
+
+
 def relu_width(
     cfg: Config, seed: int, progress: Progress, saved: dict | None = None
 ) -> dict[str, float]:
@@ -167,7 +222,7 @@ def relu_width(
     k_lin = kernels.relu_nngp_linearised(x, s2) / s2
     out = {}
     for alpha in cfg.relu_alphas:
-        width = max(1, round(cfg.relu_p / alpha))
+        width = width_at(cfg.relu_p, alpha)
 
         def nuts(width=width):
             post = samplers.nuts_collapsed(
@@ -270,12 +325,14 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
-    total = len(cfg.alphas) + len(cfg.relu_alphas) + len(cfg.sub_relu_widths)
+    total = len(cfg.alphas) + len(cfg.gibbs_s2s) * len(cfg.gibbs_alphas)
+    total += len(cfg.relu_alphas) + len(cfg.sub_relu_widths)
     device = jax_device(cfg)
     progress = Progress(total, f"seed {cfg.seed}", cfg.quiet)
     try:
         with jax.default_device(device):
             metrics = linear_width(cfg, cfg.seed, progress)
+            metrics |= linear_gibbs(cfg, cfg.seed, progress)
             metrics |= relu_width(cfg, cfg.seed, progress)
             sub, nets = sublinear_relu(cfg, cfg.seed, progress)
             metrics |= sub
@@ -301,6 +358,7 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict:
     try:
         with jax.default_device(jax_device(cfg)):
             metrics = linear_width(run, run.seed, progress, saved)
+            metrics |= linear_gibbs(run, run.seed, progress, saved)
             metrics |= relu_width(run, run.seed, progress, saved)
             metrics |= sublinear_relu(run, run.seed, progress, saved, nets)[0]
     except MissingTruth as exc:
