@@ -59,6 +59,8 @@ def test_degenerate_importance_weights_warn_with_ess():
         ({"image_channels": ()}, "image_channels needs at least 1 value"),
         ({"image_channels": (0, 8)}, "image_channels must be >= 1 for every entry"),
         ({"image_temperature": 0.0}, "image_temperature must be > 0"),
+        ({"image_potential": "clip"}, "image_potential must be one of"),
+        ({"image_pipeline": "/no/such/pipeline"}, "image_pipeline: /no/such/pipeline does not"),
     ],
 )
 def test_bad_image_config_is_rejected(change, message):

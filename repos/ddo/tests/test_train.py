@@ -8,9 +8,10 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from conftest import GRIDS, TINY
 
-from ddo.config import PRESETS
+from ddo.config import PRESETS, validate
 from ddo.train import METHODS, MODELS, evaluate, optimum, train_and_evaluate
 
 
@@ -70,3 +71,31 @@ def test_grid_optimum_is_solved_once_for_all_seeds(tiny):
     first = optimum(dataclasses.replace(tiny, seed=1))
     assert optimum(dataclasses.replace(tiny, seed=2, out="elsewhere")) is first
     assert optimum(dataclasses.replace(tiny, beta=2.0)) is not first
+
+
+def test_full_preset_aligns_a_local_pipeline_with_a_preference_file(tmp_path):
+    """The full preset's image experiment on a user's assets: a saved diffusers DDPMPipeline
+    (tiny, random) and an .npz of preference pairs, end to end on the CPU."""
+    from test_pipeline import SIZE, tiny_pipeline
+
+    from ddo.images import colour_reward, coloured_shapes
+
+    g = torch.Generator().manual_seed(0)
+    a, b = coloured_shapes(20, SIZE, g), coloured_shapes(20, SIZE, g)
+    a_wins = (colour_reward(a.reshape(20, -1)) > colour_reward(b.reshape(20, -1)))[:, None, None]
+    np.savez(tmp_path / "prefs.npz", winners=torch.where(a_wins[..., None], a, b).numpy(),
+             losers=torch.where(a_wins[..., None], b, a).numpy())  # fmt: skip
+    full = dataclasses.replace(
+        PRESETS["full"], device="cpu", out=str(tmp_path), **TINY, **GRIDS, image_size=SIZE,
+        image_pipeline=str(tiny_pipeline(tmp_path / "pipe")),
+        image_preferences=str(tmp_path / "prefs.npz"),
+    )  # fmt: skip
+    metrics = train_and_evaluate(validate(full), tmp_path)
+    assert 0 <= metrics["Images: Reward model/ranking_accuracy"] <= 1
+    for key in ("ranking_accuracy", "ranking_accuracy_pixels_potential",
+                "ranking_accuracy_random_labels"):  # fmt: skip
+        assert 0 <= metrics[f"Images: DDO/{key}"] <= 1
+    assert math.isfinite(metrics["Images: Diffusion-DPO/reward"])
+    assert np.load(tmp_path / "images.npz")["DDO"].shape == (TINY["image_samples"], 3, SIZE, SIZE)
+    with pytest.raises(ValueError, match="image_preferences: .*missing.npz does not exist"):
+        validate(dataclasses.replace(full, image_preferences=str(tmp_path / "missing.npz")))

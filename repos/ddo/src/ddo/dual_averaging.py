@@ -28,18 +28,27 @@ from .objectives import discrete_first_variation, first_variation_mc
 
 
 class Potential(nn.Module):
-    """f_theta: R^d -> R, a small MLP (2 x hidden, SiLU so that grad f is smooth for Langevin)."""
+    """f_theta: R^d -> R, a small MLP (2 x hidden, SiLU so that grad f is smooth for Langevin).
 
-    def __init__(self, dim: int = 2, hidden: int = 64):
+    With `features` (a fixed map x -> phi(x) with attribute `dim`, e.g. a pretrained model's
+    pooled activations) the MLP reads phi(x); the map is no submodule, so it is neither trained
+    nor copied with the potential.
+    """
+
+    def __init__(self, dim: int = 2, hidden: int = 64, features: Callable | None = None):
         super().__init__()
+        self.features = features
+        in_dim = features.dim if features is not None else dim
         self.net = nn.Sequential(
-            nn.Linear(dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
+            nn.Linear(in_dim, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(),
             nn.Linear(hidden, 1),
         )  # fmt: skip
         nn.init.zeros_(self.net[-1].weight)
         nn.init.zeros_(self.net[-1].bias)  # f_0 = 0: q_0 = p_ref
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.features is not None:
+            x = self.features(x)
         return self.net(x).squeeze(-1)
 
 
@@ -92,17 +101,18 @@ def dual_averaging(
     schedule: str = "linear",
     on_loop: Callable[[int, Potential], None] | None = None,
     device: str | torch.device = "cpu",
+    features: Callable | None = None,
 ) -> list[Potential]:
     """Run `loops` DA loops; returns the potentials f_0 = 0, f_1, ..., f_K (Alg. 1, reconstructed).
 
     sample_ref(n) draws reference samples (the pretrained model in the paper), shape (n, d),
-    on `device`, where the potential networks live too.
+    on `device`, where the potential networks live too; `features` as in Potential.
     """
     if beta <= 0:
         raise ValueError(f"beta (the KL weight) must be > 0, got {beta}")
     da_weights(0, beta, beta_prime, schedule)  # rejects a bad schedule before any sampling
     dim = sample_ref(1).shape[1]
-    potentials = [Potential(dim, hidden).to(device)]
+    potentials = [Potential(dim, hidden, features).to(device)]
     for k in range(loops):
         prev = potentials[-1]
         x = sample_ref(n_samples)
