@@ -130,6 +130,9 @@ def results_problems(root: Path, slug: str, entry: dict) -> list[str]:
     return problems
 
 
+MIN_TEST_TIMEOUT = 900  # seconds; cogfd's 300 s failed its gpu_smoke test at load 14
+
+
 def check_paper(root: Path, slug: str, entry: dict) -> list[str]:
     repo = root / entry.get("path", f"repos/{slug}")
     problems = []
@@ -142,6 +145,12 @@ def check_paper(root: Path, slug: str, entry: dict) -> list[str]:
         problems.append(f"{slug}: pyproject.toml declares no dependencies")
     if "test" not in project.get("optional-dependencies", {}):
         problems.append(f"{slug}: pyproject.toml has no [test] extra")
+    timeout = pyproject.get("tool", {}).get("pytest", {}).get("ini_options", {}).get("timeout")
+    if not isinstance(timeout, int) or timeout < MIN_TEST_TIMEOUT:
+        problems.append(
+            f"{slug}: [tool.pytest.ini_options] timeout is {timeout!r}; a hang guard must be at "
+            f"least {MIN_TEST_TIMEOUT} s, or a loaded machine fails a slow test that is not hung"
+        )
     script = project.get("scripts", {}).get(entry.get("cli", ""))
     if script != f"{entry.get('package')}.cli:main":
         problems.append(

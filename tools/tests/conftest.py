@@ -81,6 +81,7 @@ def write_project(root: Path, slug: str, results: dict | None, n_tests: int = 8)
         f'[project]\nname = "{slug}"\ndependencies = ["numpy"]\n'
         f'[project.optional-dependencies]\ntest = ["pytest"]\n'
         f'[project.scripts]\n{slug} = "{package}.cli:main"\n'
+        "[tool.pytest.ini_options]\ntimeout = 900\n"
     )
     (repo / "README.md").write_text(PROJECT_README)
     (repo / "tests").mkdir(exist_ok=True)

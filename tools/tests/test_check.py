@@ -65,6 +65,14 @@ def test_wrong_console_script(tree, capsys):
     json.loads((repo / "results" / "quick.json").read_text())
 
 
+def test_pytest_timeout_must_allow_a_loaded_machine(tree, capsys):
+    repo = tree / "repos" / "good"
+    text = (repo / "pyproject.toml").read_text().replace("timeout = 900", "timeout = 300")
+    (repo / "pyproject.toml").write_text(text)
+    assert main(["--root", str(tree), "--paper", "good"]) == 1
+    assert "timeout is 300" in capsys.readouterr().out
+
+
 def test_no_deps_must_be_exact_pins(tree, capsys):
     meta = (tree / "meta.toml").read_text()
     (tree / "meta.toml").write_text(
