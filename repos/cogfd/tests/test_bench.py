@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cogfd.bench import run_bench
 from cogfd.claims import claims_from, interval
+from cogfd.judge import AGREEMENT_PROMPTS
 
 
 def test_bench_writes_schema(tiny):
@@ -20,8 +21,14 @@ def test_bench_writes_schema(tiny):
     assert {c["id"] for c in doc["claims"]} == {
         "cogfd-forget-drop",
         "cogfd-retains-sub-concepts",
-        "cogfd-best-erase-retain",
+        "cogfd-pareto-dominates",
     }
+    assert all(c["verdict"] in ("holds", "contradicted", "inconclusive") for c in doc["claims"])
+    assert (Path(tiny.results_dir) / "figures" / "quick_pareto.png").exists()
+    agree = doc["judge_agreement"]
+    assert set(agree["per_prompt"]) == set(AGREEMENT_PROMPTS) and 0 <= agree["shape_agree"] <= 100
+    grid = doc["tuning"]["methods"]["cogfd"]
+    assert len(grid["forget_drop"]) == len(grid["retain_drop"]) == len(tiny.lr_grid)
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert (Path(tiny.results_dir) / "figures" / "quick_samples.png").exists()
     assert {p["peer"] for p in doc["performance"]} >= {"esd_x", "uce"}
@@ -42,42 +49,66 @@ def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monke
     assert not (tmp_path / "results").exists()
 
 
-def _metrics(**per_method):
-    keys = (
-        "forget_drop",
-        "forget_drop_held_out",
-        "retain_drop_sub",
-        "retain_drop_other",
-        "erase_retain_ratio",
-    )
-    return {
-        method: {k: {"values": list(v)} for k, v in zip(keys, values, strict=True)}
-        for method, values in per_method.items()
+def _metrics(seeds=6, **per_method):
+    """Per-seed metrics: each method gets (forget_rate, held_out, retain_sub, retain_other) as
+    constants plus a small per-seed jitter; drops against `original` are derived as bench does."""
+    jitter = [0.0, 0.5, -0.5, 1.0, -1.0, 0.2][:seeds]
+    keys = ("forget_rate", "forget_rate_held_out", "retain_acc_sub", "retain_acc_other")
+    raw = {
+        m: {k: [v + j for j in jitter] for k, v in zip(keys, vals, strict=True)}
+        for m, vals in per_method.items()
     }
+    for d in raw.values():
+        d["retain_acc"] = [(a + b) / 2 for a, b in zip(d["retain_acc_sub"], d["retain_acc_other"])]
+    o = raw["original"]
+    for d in raw.values():
+        d["forget_drop"] = [a - b for a, b in zip(o["forget_rate"], d["forget_rate"])]
+        d["retain_drop"] = [a - b for a, b in zip(o["retain_acc"], d["retain_acc"])]
+    return {m: {k: {"values": v} for k, v in d.items()} for m, d in raw.items()}
 
 
-def test_claims_follow_the_thresholds_and_the_paired_interval():
-    seeds = 6
+ORIGINAL = (90, 85, 95, 90)
+
+
+def test_claims_follow_the_paired_tests_and_controls_fail():
     good = _metrics(
-        cogfd=(
-            [60] * seeds,
-            [55] * seeds,
-            [5] * seeds,
-            [9] * seeds,
-            [4.0, 4.1, 3.9, 4.2, 4.0, 4.1],
-        ),
-        esd_x=([70] * seeds, [20] * seeds, [40] * seeds, [5] * seeds, [1.0] * seeds),
-        naive=([70] * seeds, [20] * seeds, [40] * seeds, [30] * seeds, [1.0] * seeds),
+        original=ORIGINAL,
+        cogfd=(20, 25, 92, 86),
+        cogfd_noerase=(88, 84, 95, 90),
+        esd_x=(30, 40, 60, 70),
+        uce=(60, 60, 90, 84),
+        naive=(50, 60, 40, 60),
     )
     claims = claims_from(good)
-    assert [c["holds"] for c in claims] == [True, True, True]
-    assert claims[1]["negative_control"]["fails_as_expected"]  # naive loses "red"
-    # equal means but one seed where CoGFD loses: the paired interval reaches 0 -> not held
-    noisy = _metrics(
-        cogfd=([60] * seeds, [45] * seeds, [5] * seeds, [11] * seeds, [9, 0.1, 0.1, 0.1, 0.1, 9]),
-        esd_x=([70] * seeds, [20] * seeds, [40] * seeds, [5] * seeds, [1.0] * seeds),
-    )
-    assert [c["holds"] for c in claims_from(noisy)] == [False, False, False]
+    assert [c["id"] for c in claims] == [
+        "cogfd-forget-drop",
+        "cogfd-retains-sub-concepts",
+        "cogfd-pareto-dominates",
+    ]
+    assert [c["verdict"] for c in claims] == ["holds"] * 3
+    assert all(c["negative_control"]["fails_as_expected"] for c in claims)
+    assert claims[1]["negative_control"]["verdict"] == "contradicted"  # naive loses "red"
+    # the held-out synonyms are a part of the forget claim; the pareto claim has 2 per rival
+    assert len(claims[0]["test"]) == 2 and len(claims[2]["test"]) == 2 * 3
+    assert {p["direction"] for p in claims[2]["test"]} == {">", "<"}
+    # a rival that erases more but keeps less: no dominance either way -> contradicted
+    traded = _metrics(original=ORIGINAL, cogfd=(20, 25, 92, 86), esd_x=(5, 5, 60, 70))
+    assert claims_from(traded)[2]["verdict"] == "contradicted"
+    # a rival that matches CoGFD exactly (up to noise): not decided
+    tied = _metrics(original=ORIGINAL, cogfd=(20, 25, 92, 86), uce=(20, 25, 92, 86))
+    tied["uce"]["forget_drop"]["values"][0] += 3.0
+    assert claims_from(tied)[2]["verdict"] == "inconclusive"
+    # on two seeds nothing holds, however clear the difference
+    few = _metrics(seeds=2, original=ORIGINAL, cogfd=(20, 25, 92, 86))
+    assert [c["verdict"] for c in claims_from(few)][:2] == ["inconclusive"] * 2
+
+
+def test_forget_claim_without_held_out_synonyms_uses_the_erase_set_only():
+    m = _metrics(original=ORIGINAL, cogfd=(20, 25, 92, 86))
+    for d in m.values():
+        d.pop("forget_rate_held_out")
+    test = claims_from(m)[0]["test"]
+    assert len(test) == 1 and "erase set" in test[0]["what"]
 
 
 def test_bootstrap_interval_brackets_the_mean():

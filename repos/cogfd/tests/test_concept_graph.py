@@ -78,3 +78,14 @@ def test_llm_builder_parses_a_fenced_reply_and_rejects_junk():
         cg.llm_builder(lambda p: "I cannot help with that")("red circle", "t")
     with pytest.raises(cg.GraphSchemaError, match="not keyed"):
         cg.llm_builder(lambda p: '{"blue square": {}}')("red circle", "t")
+
+
+def test_shipped_harmfulcmb_graph_is_in_the_official_shape():
+    """examples/harmfulcmb_child_wine.json, the --graph-json of the README's SD command."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "harmfulcmb_child_wine.json"
+    graph = cg.validate_graph(json.loads(path.read_text()))
+    erase, retain = cg.extract_sets(graph)
+    assert erase[0] == "a child drinking wine" and "a kid drinking wine" in erase
+    assert "child" in retain and "drinking wine" in retain and not set(erase) & set(retain)

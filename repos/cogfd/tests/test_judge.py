@@ -34,3 +34,24 @@ def test_pool_of_generated_images_is_used():
     )
     oracle = judge.train_oracle(8, steps=2, batch=8, seed=0, generated=pool)
     assert oracle(judge.pure_noise(2, 8, gen))[0].shape == (2, len(judge.COLOURS))
+
+
+def test_template_judge_reads_renders_and_sees_nothing_in_noise():
+    """The second judge (template matching, nothing learned) on degraded renders and noise."""
+    for size in (8, 16):
+        gen = torch.Generator().manual_seed(0)
+        x, c, s = data.render_batch(data.random_prompts(200, gen, p_empty=0.0), size, gen)
+        col, shp = judge.template_judge(judge._degrade(x, gen))
+        assert (col == c).float().mean() > 0.95 and (shp == s).float().mean() > 0.9
+        _, shp = judge.template_judge(judge.pure_noise(50, size, gen))
+        assert (shp == len(judge.SHAPES) - 1).all()
+
+
+def test_judge_agreement_counts_each_prompts_labels(small_unet):
+    unet, text = small_unet
+    out = judge.judge_agreement(judge.Oracle().eval(), unet, text, 8, 2, 3.0, 0, n=3)
+    assert set(out["per_prompt"]) == set(judge.AGREEMENT_PROMPTS)
+    for row in out["per_prompt"].values():
+        assert sum(row["cnn_shape"]) == sum(row["template_shape"]) == 3
+    agree = [r["shape_agree"] for r in out["per_prompt"].values()]
+    assert abs(sum(agree) / len(agree) - out["shape_agree"]) < 1e-6

@@ -22,7 +22,7 @@ from cogfd.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "bench --preset full --pretrain-steps 2 --pretrain-batch 8 --oracle-steps 2 --erase-steps 2 --eval-samples 2 --ddim-steps 2 --n-train-images 2 --seeds 0 --window-ablation 900 --quiet --image-size 8 --widths 8 16 16 --steps-ablation 3",
+    "bench --preset full --pretrain-steps 2 --pretrain-batch 8 --oracle-steps 2 --erase-steps 2 --eval-samples 2 --ddim-steps 2 --n-train-images 2 --seeds 0 --window-ablation 900 --quiet --image-size 8 --widths 8 16 16 --steps-ablation 3 --lr-grid 2e-3 --uce-lambda-grid 0.1",
 )
 
 

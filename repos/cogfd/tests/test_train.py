@@ -62,7 +62,7 @@ def test_paper_preset_bench_runs_at_tiny_size(tmp_path):
     assert {c["id"] for c in doc["claims"]} == {
         "cogfd-forget-drop",
         "cogfd-retains-sub-concepts",
-        "cogfd-best-erase-retain",
+        "cogfd-pareto-dominates",
     }
     assert all("negative_control" in c for c in doc["claims"])
     assert "cogfd_steps3" in doc["metrics"] and doc["stall_swap"]["runs"]

@@ -223,3 +223,11 @@ def test_adapters_round_trip_through_safetensors(tmp_path):
     with pytest.raises(ValueError, match="does not fit the model"):
         load_adapters(wrong, tmp_path / "a.safetensors")
     assert math.isfinite(float(model(x).sum()))
+
+
+def test_dropout_acts_on_the_adapter_branch_only():
+    """In training mode with a zero core the output is the frozen layer's, dropout or not."""
+    torch.manual_seed(0)
+    layer = FLoRA(nn.Conv2d(4, 6, 3, padding=1), (2, 2, 3, 3), 1.0, dropout=0.5).train()
+    x = torch.randn(2, 4, 5, 5)
+    assert torch.allclose(layer(x), layer.base(x), atol=1e-6)

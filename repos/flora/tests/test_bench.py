@@ -47,6 +47,9 @@ def test_bench_writes_schema_tuning_claims_performance_and_figures(tiny):
         isinstance(c["holds"], bool) and c["paper"] and "control" in c for c in doc["claims"]
     )
     assert not any(c["holds"] for c in doc["claims"])  # one seed: every interval is infinite
+    for c in doc["claims"]:
+        assert c["verdict"] == "inconclusive" and c["seeds_needed"] >= 3
+        assert [p["n"] for p in c["test"]] == [1] and c["readings"]["headline_budget"]["rank"] == 4
     assert {p["id"] for p in doc["performance"]} == {
         "delta-w-reconstruction", "forward-vs-peft-lora", "forward-vs-merged"}  # fmt: skip
     assert all(p["ours_value"] > 0 and p["peer_value"] > 0 for p in doc["performance"])
@@ -66,6 +69,31 @@ def test_paired_interval_and_claim_logic_on_known_numbers():
     assert not above_at_every_budget(two, "FLoRA", "LoRA", 0.0)[0]  # fails at one budget
     c = comparison_claim("x", "s", "p", cells, "LoRA", 0.0, "FLoRA-flat")
     assert c["holds"] and not c["control"]["holds"] and not c["ablation"]["holds"]
+    assert c["verdict"] == "holds" and c["control"]["verdict"] == "contradicted"
+    assert c["ablation"]["verdict"] == "inconclusive"
+    (p,) = c["test"]
+    assert p["direction"] == ">" and p["threshold"] == 0.0 and p["n"] == 3
+    assert p["estimate"] == 11.0 and 8.0 < p["interval"][0] < 11.0 < p["interval"][1] < 14.0
+
+
+def test_per_budget_parts_and_both_readings():
+    """Fails at r=2, holds at r=8: strict reading contradicted, headline (r=8) holds; a margin
+    of -2 (near full FT) lets a 1-point loss hold and a 3-point loss contradict."""
+    base = {"LoRA": [80.0, 80.0, 80.0], SHUFFLED: [20.0, 21.0, 19.0]}
+    cells = {2: {**base, "FLoRA": [75.0, 76.0, 74.0]}, 8: {**base, "FLoRA": [90.0, 91.0, 92.0]}}
+    c = comparison_claim("x", "s", "p", cells, "LoRA", 0.0, "", headline=8)
+    assert [p["what"].split("r=")[1][0] for p in c["test"]] == ["2", "8"]
+    assert c["verdict"] == "contradicted" and not c["holds"]
+    assert c["readings"]["per_budget"] == {"r2": "contradicted", "r8": "holds"}
+    assert c["readings"]["headline_budget"] == {"rank": 8, "verdict": "holds"}
+    assert comparison_claim("x", "s", "p", cells, "LoRA", 0.0, "", headline=2)["readings"][
+        "headline_budget"]["verdict"] == "contradicted"  # fmt: skip
+    near = {4: {**base, "FLoRA": [79.0, 79.2, 78.8]}}
+    assert comparison_claim("x", "s", "p", near, "LoRA", -2.0, "")["verdict"] == "holds"
+    far = {4: {**base, "FLoRA": [77.0, 77.2, 76.8]}}
+    assert comparison_claim("x", "s", "p", far, "LoRA", -2.0, "")["verdict"] == "contradicted"
+    two = {4: {k: v[:2] for k, v in near[4].items()}}  # two seeds never hold
+    assert comparison_claim("x", "s", "p", two, "LoRA", -2.0, "")["verdict"] != "holds"
 
 
 def test_paper_preset_runs_at_tiny_size(tmp_path):
@@ -130,3 +158,30 @@ def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monke
     assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text()) == doc
     assert (tmp_path / "runs" / "quick" / "figures" / "transfer.png").exists()
     assert not (tmp_path / "results").exists()
+
+
+# The argument list proposed for meta.toml's gpu_smoke (the full preset at tiny size).
+GPU_SMOKE_ARGS = [
+    "bench", "--preset", "full", "--seeds", "0", "--budget-ranks", "2", "--tune-rank", "2",
+    "--lr-grid", "0.003", "--scale-grid", "1", "--convnext-depths", "1", "1",
+    "--convnext-dims", "8", "16", "--image-size", "16", "--pretrain-epochs", "1", "--epochs", "1",
+    "--struct-channels", "8", "--teacher-tucker-ranks", "2", "2", "3", "3",
+    "--teacher-matrix-rank", "2", "--struct-levels", "1", "2", "--struct-steps", "5",
+    "--struct-batch", "8", "--quiet",
+]  # fmt: skip
+
+
+def test_full_preset_bench_runs_end_to_end_at_tiny_size(tmp_path, monkeypatch):
+    """The gpu_smoke command on the CPU: ConvNeXt (every method, pointwise and downsampling layers)
+    and ViT, claims with structured parts, one results file."""
+    from flora.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    argv = [*GPU_SMOKE_ARGS, "--device", "cpu", "--results-dir", "res", "--out", "run"]
+    assert main(argv) == 0
+    doc = json.loads((tmp_path / "res" / "full.json").read_text())
+    assert doc["mode"] == "full" and doc["environment"]["device"] == "cpu"
+    assert doc["claims"][0]["id"] == "convnext-flora-beats-lora"
+    assert doc["claims"][-1]["id"] == "vit-linear-flora-not-worse"
+    assert all(c["verdict"] == "inconclusive" and c["test"] for c in doc["claims"])
+    assert set(doc["budget"]["per_budget"]["convnext"]["r2"]) >= {"FLoRA", "LoRA", "DoRA", "LoHa"}

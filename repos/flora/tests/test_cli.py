@@ -31,9 +31,13 @@ README = Path(__file__).resolve().parents[1] / "README.md"
         (["train", "--task", "structure", "--method", "full"], "method for task structure"),
     ],
 )
-def test_misuse_exits_2_with_message(argv, message, capsys):
+def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
+    """Refused before any work: nothing is written, not even runs/quick/config.json (these runs
+    have no --out, so before this check they wrote into the current folder)."""
+    monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
 
 
 def test_eval_of_a_run_with_a_wrong_weights_file_names_it(tiny, tmp_path, capsys):

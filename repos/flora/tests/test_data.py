@@ -33,6 +33,7 @@ def test_digits_tasks_are_deterministic_disjoint_and_labelled():
     assert not torch.equal(a["pretrain"]["x_train"], data.digits_tasks(4)["pretrain"]["x_train"])
     for task in a.values():
         assert set(task["y_train"].tolist()) == set(range(5))
+        assert float(task["x_train"].min()) == 0.0 and float(task["x_train"].max()) == 1.0
     big = data.digits_tasks(0, size=16, channels=3)
     assert big["shift"]["x_train"].shape[1:] == (3, 16, 16)
 

@@ -22,7 +22,7 @@ from flora.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "",
+    "bench --preset full --seeds 0 --budget-ranks 2 --tune-rank 2 --lr-grid 0.003 --scale-grid 1 --convnext-depths 1 1 --convnext-dims 8 16 --image-size 16 --pretrain-epochs 1 --epochs 1 --struct-channels 8 --teacher-tucker-ranks 2 2 3 3 --teacher-matrix-rank 2 --struct-levels 1 2 --struct-steps 5 --struct-batch 8 --quiet",
 )
 
 

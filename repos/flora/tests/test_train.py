@@ -64,20 +64,62 @@ def test_structure_fit_recovers_an_exact_tucker_target(tiny, tmp_path):
     assert m["tucker_relerr_r2"] < 0.05 < m["tucker_relerr_r1"]
 
 
-def test_full_preset_runs_one_step_at_tiny_size_on_an_image_folder(tmp_path):
+def write_image_folder(root, n=5, side=20):
     rng = np.random.default_rng(0)
     for cls in ("a", "b"):
-        (tmp_path / "imgs" / cls).mkdir(parents=True)
-        for i in range(5):
-            Image.fromarray(rng.integers(0, 255, (20, 20, 3), dtype=np.uint8)).save(
-                tmp_path / "imgs" / cls / f"{i}.png"
+        (root / cls).mkdir(parents=True)
+        for i in range(n):
+            Image.fromarray(rng.integers(0, 255, (side, side, 3), dtype=np.uint8)).save(
+                root / cls / f"{i}.png"
             )
-    full = dataclasses.replace(
-        PRESETS["full"], device="cpu", quiet=True, backbones=("convnext",), convnext_depths=(1, 1),
-        convnext_dims=(8, 16), image_size=16, pretrain_epochs=1, epochs=1, data_dir=str(tmp_path / "imgs"),
-    )  # fmt: skip
+    return root
+
+
+TINY_FULL = {"device": "cpu", "quiet": True, "convnext_depths": (1, 1), "convnext_dims": (8, 16),
+             "image_size": 16, "pretrain_epochs": 1, "epochs": 1, "threads": 1}  # fmt: skip
+
+
+def test_full_preset_runs_one_step_at_tiny_size_on_an_image_folder(tmp_path):
+    full = dataclasses.replace(PRESETS["full"], backbones=("convnext",),
+                               data_dir=str(write_image_folder(tmp_path / "imgs")), **TINY_FULL)  # fmt: skip
     metrics = train_and_evaluate(full, tmp_path / "run")
     assert set(metrics) == {"convnext_folder_acc", "convnext_folder_val_acc", "convnext_trainable",
                             "convnext_rank"}  # fmt: skip
     assert (tmp_path / "run" / "convnext_folder.safetensors").exists()
     assert evaluate(full, tmp_path / "run") == metrics
+
+
+@pytest.mark.parametrize("backbone", ["convnext", "vit"])
+def test_every_method_adapts_a_tiny_convnext_and_vit_on_an_image_folder(tmp_path, backbone):
+    """The full preset's backbones with every method at the paper's ranks: peft's LoRA family
+    rejects a depthwise conv at a rank that is not a multiple of its groups (16 here), so this
+    fails if the depthwise convs are targeted; every method must change only its own parameters."""
+    from flora.config import METHODS
+
+    folder = write_image_folder(tmp_path / "imgs")
+    counts = {}
+    for method in METHODS:
+        for rank in (2, 8):
+            cfg = dataclasses.replace(PRESETS["full"], backbones=(backbone,), method=method,
+                                      lora_rank=rank, data_dir=str(folder), **TINY_FULL)  # fmt: skip
+            m = train_and_evaluate(cfg, tmp_path / f"{method}-{rank}", save_weights=False)
+            assert 0 <= m[f"{backbone}_folder_acc"] <= 100, (method, rank)
+            counts[method, rank] = m[f"{backbone}_trainable"]
+    assert counts["linear_probe", 2] < counts["flora", 2] < counts["flora", 8] < counts["full", 2]
+    for method in ("flora", "lora", "dora"):
+        assert 0.8 < counts[method, 8] / counts["lora", 8] < 1.2, method
+
+
+def test_fine_tuning_reads_only_the_train_split(tiny):
+    """Validation and test images are NaN: a model trained on them would have NaN weights."""
+    from flora.data import digits_tasks
+    from flora.models import SmallCNN
+    from flora.train import fit_classifier
+
+    task = dict(digits_tasks(0)["shift"])
+    for split in ("val", "test"):
+        task[f"x_{split}"] = torch.full_like(task[f"x_{split}"], float("nan"))
+    torch.manual_seed(0)
+    model = SmallCNN()
+    fit_classifier(model, task, 1, 1e-2, tiny, "leak")
+    assert all(torch.isfinite(p).all() for p in model.parameters())

@@ -16,6 +16,7 @@ import torch
 from .claims import RIVALS, claims_from
 from .config import Config, validate
 from .evaluate import eval_prompts, evaluate_model
+from .judge import judge_agreement
 from .models import sample
 from .results import atomic_write_json, results_document, summarize, write_results
 from .runtime import resolve_device, results_dir_of
@@ -64,17 +65,50 @@ def plot(metrics: dict):
         ("retain_acc_other", "retain acc., other combos"),
     ]
     methods = [m for m in metrics if not m.startswith(("cogfd_t", "cogfd_steps"))]
+    keys = [(k, label) for k, label in keys if k in metrics["original"]]
     fig, ax = plt.subplots(figsize=(10, 4))
     width = 0.8 / len(keys)
     for j, (key, label) in enumerate(keys):
         means = [metrics[m][key]["mean"] for m in methods]
         stds = [metrics[m][key]["std"] for m in methods]
-        xs = [i + (j - 1.5) * width for i in range(len(methods))]
+        xs = [i + (j - (len(keys) - 1) / 2) * width for i in range(len(methods))]
         ax.bar(xs, means, width, yerr=stds, label=label, capsize=2)
     ax.set_xticks(range(len(methods)), methods)
     ax.set_ylabel("% of samples (oracle)")
     ax.set_title("Erasing 'red circle': forget (lower is better) and retain (higher is better)")
     ax.legend(fontsize=8, ncol=2)
+    return fig
+
+
+def plot_pareto(metrics: dict, tuning: dict):
+    """Forget drop against retain drop: every grid point of every tuned method on the validation
+    seed (small markers, joined in grid order) and the tuned setting's mean over the test seeds
+    with its standard deviation (large markers). Up and left is better."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    methods = [m for m in ("cogfd",) + BASELINES + ("cogfd_noerase",) if m in metrics]
+    for i, m in enumerate(methods):
+        colour = colours[i % len(colours)]
+        grid = tuning.get("methods", {}).get(m)
+        if grid and "forget_drop" in grid:
+            ax.plot(grid["retain_drop"], grid["forget_drop"], ".-", color=colour, alpha=0.4)
+        ax.errorbar(
+            metrics[m]["retain_drop"]["mean"],
+            metrics[m]["forget_drop"]["mean"],
+            xerr=metrics[m]["retain_drop"]["std"],
+            yerr=metrics[m]["forget_drop"]["std"],
+            fmt="o",
+            ms=8,
+            color=colour,
+            label=m,
+            capsize=2,
+        )
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.axvline(0, color="grey", lw=0.5)
+    ax.set_xlabel("retain drop (points; lower is better)")
+    ax.set_ylabel("forget drop (points; higher is better)")
+    ax.set_title("Forget/retain trade-off: grid (validation seed) and tuned (test seeds)")
+    ax.legend(fontsize=8)
     return fig
 
 
@@ -165,6 +199,16 @@ def run_bench(cfg: Config) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     stage = prepare(cfg, workdir)
+    agreement = judge_agreement(
+        stage.oracle,
+        stage.unet,
+        stage.text_encoder,
+        cfg.image_size,
+        cfg.ddim_steps,
+        cfg.guidance,
+        cfg.base_seed,
+        n=cfg.eval_samples * 4,
+    )
     tuned, tuning = tune(stage, cfg)
     per_method: dict[str, dict[str, list[float]]] = {}
     kept: dict = {}
@@ -179,12 +223,16 @@ def run_bench(cfg: Config) -> dict:
     metrics["original"]["pretrain_seconds"] = summarize([stage.pretrain_seconds])
     for key, value in stage.judge_validation.items():
         metrics["original"][f"judge_{key}"] = summarize([value])
+    for key in ("shape_agree", "colour_agree", "both_agree"):
+        metrics["original"][f"judges_{key}"] = summarize([agreement[key]])
     claims = claims_from(metrics) if "cogfd" in metrics else []
     performance = performance_from(metrics) if "cogfd" in metrics else None
     figures = {
         f"{cfg.name}_metrics.png": plot(metrics),
         f"{cfg.name}_samples.png": plot_samples(stage, kept, cfg),
     }
+    if "cogfd" in metrics:
+        figures[f"{cfg.name}_pareto.png"] = plot_pareto(metrics, tuning)
     doc = results_document(
         PAPER,
         cfg.name,
@@ -197,6 +245,7 @@ def run_bench(cfg: Config) -> dict:
     )
     doc["graph"] = {"erase": stage.erase, "retain": stage.retain}
     doc["tuning"] = tuning
+    doc["judge_agreement"] = agreement
     doc["stall_swap"] = swap
     write_results(results_dir_of(cfg), cfg.name, doc, figures)
     return doc

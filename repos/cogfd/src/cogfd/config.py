@@ -42,6 +42,13 @@ class Config(RunConfig):
     base_checkpoint: str = ""
     """Local StableDiffusionPipeline folder (SD v1.4/1.5) that `train` erases with CoGFD and
     saves under --out/pipeline, instead of the procedural world."""
+    clip_model: str = ""
+    """Local CLIP folder (transformers CLIPModel + processor, e.g. openai/clip-vit-base-patch32)
+    that scores the erased pipeline of --base-checkpoint on its forget and retain prompts."""
+    fp16: bool = False
+    """With --base-checkpoint: load the pipeline in float16 (CUDA only); the UNet trains in fp32."""
+    gradient_checkpointing: bool = False
+    """With --base-checkpoint: gradient checkpointing in the UNet during erasure."""
     combination: str = "red circle"
     """The concept combination X to erase."""
     theme: str = "red circle"
@@ -68,9 +75,9 @@ class Config(RunConfig):
     """Extra window starts t_start (window [t_start, t_end)) the benchmark tries on every seed."""
     steps_ablation: Annotated[tuple[int, ...], Ge(1)] = (130,)
     """Extra CoGFD step counts the benchmark tries on every seed (paper: 130)."""
-    lr_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (5e-4, 2e-3, 8e-3)
+    lr_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (1.25e-4, 5e-4, 2e-3, 8e-3, 3.2e-2)
     """Learning rates every fine-tuning eraser is tuned over on the validation seed."""
-    uce_lambda_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.01, 0.1, 1.0)
+    uce_lambda_grid: Annotated[tuple[float, ...], MinLen(1), Gt(0)] = (0.01, 0.1, 1.0, 10.0, 100.0)
     """UCE's ridge weights tuned over on the validation seed (UCE has no learning rate)."""
     tune_seed: Annotated[int, Ge(0)] = 1000
     """Validation seed of the tuning (never one of the test seeds)."""
@@ -82,6 +89,9 @@ class Config(RunConfig):
     """Concept Ablation's anchor prompt, and UCE's target concept."""
     uce_lambda: Annotated[float, Gt(0)] = 0.1
     """UCE's ridge weight that keeps the edited projection near the original."""
+    uce_preserve_scale: Annotated[float, Ge(0)] = 0.1
+    """UCE's weight on the preserved prompts ("" and the sub-concepts, all token rows; official
+    edit_model default 0.1)."""
     guidance: Annotated[float, Ge(0)] = 3.0
     """Classifier-free guidance scale of sampling."""
     ddim_steps: Annotated[int, Ge(1)] = 10

@@ -19,7 +19,8 @@ method that leaves the retained concepts untouched gets a finite (large) ratio."
 
 def eval_prompts(combination: str, erase: list[str]) -> dict[str, list[str]]:
     """Prompt groups: the erase set, held-out synonyms of the combination that are not in the
-    erase set, the sub-concepts, and other combinations that share one sub-concept."""
+    erase set (empty when the erase set holds them all), the sub-concepts, and other
+    combinations that share one sub-concept."""
     colour, shape = data.expected_classes(combination)
     if colour is None or shape is None:
         raise ValueError(f"combination {combination!r} must name a colour and a shape")
@@ -115,7 +116,8 @@ def evaluate_model(
                 hits.setdefault(name, []).append(ok.float())
                 conf["retain"].append(p)
     out["forget_rate"] = 100 * float(torch.cat(hits["forget"]).mean())
-    out["forget_rate_held_out"] = 100 * float(torch.cat(hits["held_out"]).mean())
+    if hits.get("held_out"):  # empty when the erase set holds every synonym (e.g. blue circle)
+        out["forget_rate_held_out"] = 100 * float(torch.cat(hits["held_out"]).mean())
     out["retain_acc_sub"] = 100 * float(torch.cat(hits["sub"]).mean())
     out["retain_acc_other"] = 100 * float(torch.cat(hits["other"]).mean())
     out["retain_acc"] = 100 * float(torch.cat(hits["sub"] + hits["other"]).mean())
@@ -137,11 +139,13 @@ def relative_to_original(m: dict[str, float], orig: dict[str, float]) -> dict[st
     """Drops in points against the unedited model, and the erase-retain ratio."""
     forget_gain = orig["forget_conf"] - m["forget_conf"]
     retain_loss = max(orig["retain_conf"] - m["retain_conf"], RETAIN_FLOOR)
-    return {
+    out = {
         "forget_drop": orig["forget_rate"] - m["forget_rate"],
-        "forget_drop_held_out": orig["forget_rate_held_out"] - m["forget_rate_held_out"],
         "retain_drop": orig["retain_acc"] - m["retain_acc"],
         "retain_drop_sub": orig["retain_acc_sub"] - m["retain_acc_sub"],
         "retain_drop_other": orig["retain_acc_other"] - m["retain_acc_other"],
         "erase_retain_ratio": forget_gain / retain_loss,
     }
+    if "forget_rate_held_out" in m and "forget_rate_held_out" in orig:
+        out["forget_drop_held_out"] = orig["forget_rate_held_out"] - m["forget_rate_held_out"]
+    return out

@@ -180,3 +180,115 @@ def validate_judge(
     noise = noise_reading(oracle, pure_noise(512, size, gen), (red, circle))
     out.update({f"noise_{k}": v for k, v in noise.items()})
     return out
+
+
+# --- a second, independent judge: no training, template matching on the rendered shapes -------
+
+TEMPLATE_KINDS = ("disk", "ring", "square", "triangle", "cross")
+FOREGROUND_MIN = 0.04
+"""Share of pixels that must differ from the background for the template judge to see a shape."""
+FOREGROUND_MAX = 0.75
+"""Above this share the foreground is noise, not a shape (the largest render covers ~0.5)."""
+IOU_MIN = 0.5
+"""Best template IoU below which the template judge reads no shape (and no colour)."""
+
+
+def _templates(size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Binary masks (K, size*size) of every shape kind over a grid of radii and centres (the
+    renderer's ranges), and the shape class of each."""
+    masks, classes = [], []
+    for kind in TEMPLATE_KINDS:
+        cls = data.SHAPE_CLASSES.index(data.SHAPES["circle" if kind in ("disk", "ring") else kind])
+        for r in (size * f for f in (0.32, 0.36, 0.40)):
+            lo, hi = r, size - r
+            for cy in torch.linspace(lo, hi, 7):
+                for cx in torch.linspace(lo, hi, 7):
+                    masks.append(data._shape_mask(kind, size, float(cx), float(cy), r).flatten())
+                    classes.append(cls)
+    return torch.stack(masks), torch.tensor(classes)
+
+
+@torch.no_grad()
+def template_judge(images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Colour and shape labels (indices into COLOURS / SHAPES; last = none) of images in [-1, 1]:
+    the background is the median of the border pixels, the foreground every pixel more than 0.25
+    away from it; colour is the nearest base colour to the foreground's mean, shape the shape
+    kind of the template with the highest IoU with the foreground (none below IOU_MIN). Nothing learned, so it
+    shares no failure mode with the CNN."""
+    x = (images.detach().cpu().float() + 1) / 2
+    h = x.shape[2]
+    border = torch.cat([x[:, :, 0], x[:, :, -1], x[:, :, :, 0], x[:, :, :, -1]], dim=2)
+    background = border.median(dim=2).values  # (n, 3)
+    fg = (x - background[:, :, None, None]).abs().amax(1) > 0.25  # (n, h, w)
+    share = fg.flatten(1).float().mean(1)
+    weight = fg.unsqueeze(1).float()
+    mean_rgb = (x * weight).sum((2, 3)) / weight.sum((2, 3)).clamp(min=1)
+    protos = torch.tensor([data.COLOURS[c][1] for c in data.BASE_COLOURS])
+    colour = torch.cdist(mean_rgb, protos).argmin(1)
+    masks, classes = _templates(h)
+    f = fg.flatten(1).float()
+    inter = f @ masks.T
+    union = f.sum(1, keepdim=True) + masks.sum(1)[None] - inter
+    iou, best = (inter / union.clamp(min=1)).max(1)
+    shape = classes[best]
+    none = (share < FOREGROUND_MIN) | (share > FOREGROUND_MAX) | (iou < IOU_MIN)
+    colour[none] = len(COLOURS) - 1
+    shape[none] = len(SHAPES) - 1
+    return colour, shape
+
+
+AGREEMENT_PROMPTS = tuple(f"{c} {s}" for c in data.BASE_COLOURS for s in data.BASE_SHAPES)
+
+
+@torch.no_grad()
+def judge_agreement(
+    oracle: Oracle,
+    unet,
+    text_encoder,
+    size: int,
+    steps: int,
+    guidance: float,
+    seed: int,
+    n: int = 32,
+    prompts: tuple[str, ...] = AGREEMENT_PROMPTS,
+) -> dict:
+    """Both judges on full samples of the original model: per prompt, the shape (and colour)
+    each judge reads (counts over SHAPES / COLOURS, none last) and how often the two agree;
+    overall shape and colour agreement (%) and each judge's hit rate on the prompt's classes."""
+    from . import models
+
+    gen = torch.Generator().manual_seed(seed + 4242)
+    all_prompts = [p for p in prompts for _ in range(n)]
+    images = torch.cat(
+        [
+            models.sample(unet, text_encoder, all_prompts[i : i + 256], size, steps, guidance, gen)
+            for i in range(0, len(all_prompts), 256)
+        ]
+    ).cpu()
+    lc, ls = oracle(images)
+    cnn_c, cnn_s = lc.argmax(-1), ls.argmax(-1)
+    tpl_c, tpl_s = template_judge(images)
+    table = {}
+    for i, prompt in enumerate(prompts):
+        sl = slice(i * n, (i + 1) * n)
+        want_c, want_s = data.expected_classes(prompt)
+        table[prompt] = {
+            "cnn_colour_hit": 100 * float((cnn_c[sl] == want_c).float().mean()),
+            "template_colour_hit": 100 * float((tpl_c[sl] == want_c).float().mean()),
+            "cnn_shape": torch.bincount(cnn_s[sl], minlength=len(SHAPES)).tolist(),
+            "template_shape": torch.bincount(tpl_s[sl], minlength=len(SHAPES)).tolist(),
+            "cnn_colour": torch.bincount(cnn_c[sl], minlength=len(COLOURS)).tolist(),
+            "template_colour": torch.bincount(tpl_c[sl], minlength=len(COLOURS)).tolist(),
+            "shape_agree": 100 * float((cnn_s[sl] == tpl_s[sl]).float().mean()),
+            "cnn_shape_hit": 100 * float((cnn_s[sl] == want_s).float().mean()),
+            "template_shape_hit": 100 * float((tpl_s[sl] == want_s).float().mean()),
+        }
+    return {
+        "labels_shape": list(SHAPES),
+        "labels_colour": list(COLOURS),
+        "samples_per_prompt": n,
+        "shape_agree": 100 * float((cnn_s == tpl_s).float().mean()),
+        "colour_agree": 100 * float((cnn_c == tpl_c).float().mean()),
+        "both_agree": 100 * float(((cnn_s == tpl_s) & (cnn_c == tpl_c)).float().mean()),
+        "per_prompt": table,
+    }

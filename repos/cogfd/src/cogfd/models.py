@@ -57,7 +57,10 @@ def denoise(
 ) -> torch.Tensor:
     """eps_theta(x_t, t, c); the text padding mask goes in as diffusers' encoder_attention_mask
     (the official code patches an attention processor for the same effect)."""
-    return unet(x, t.to(x.device), encoder_hidden_states=h, encoder_attention_mask=m).sample
+    dtype = unet.dtype  # an fp32 UNet erased inside an fp16 pipeline gets fp32 inputs
+    return unet(
+        x.to(dtype), t.to(x.device), encoder_hidden_states=h.to(dtype), encoder_attention_mask=m
+    ).sample
 
 
 def pretrain(

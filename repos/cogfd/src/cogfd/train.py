@@ -98,13 +98,35 @@ def load_graph(cfg: Config) -> dict:
     )
 
 
+def check_world(cfg: Config, erase: list[str], retain: list[str]) -> None:
+    """ValueError naming the value when the combination, its graph or the anchor cannot be run
+    in this world: a word outside the vocabulary, a combination without a colour and a shape,
+    or an anchor (CA's target, UCE's target) that is the combination itself or a different
+    token length (UCE maps token rows one to one)."""
+    for prompt in erase + retain:
+        data.parse_prompt(prompt)  # every graph prompt must be expressible in this world
+    evaluate.eval_prompts(cfg.combination, erase)
+    anchor = data.expected_classes(cfg.ca_anchor)
+    if None in anchor:
+        raise ValueError(f"ca_anchor {cfg.ca_anchor!r} must name a colour and a shape")
+    if anchor == data.expected_classes(cfg.combination) and ({"ca", "uce"} & set(cfg.methods)):
+        raise ValueError(
+            f"ca_anchor {cfg.ca_anchor!r} shows the combination {cfg.combination!r} itself; "
+            "pass another --ca-anchor (e.g. one that changes the colour)"
+        )
+    if "uce" in cfg.methods and len(cfg.ca_anchor.split()) != len(cfg.combination.split()):
+        raise ValueError(
+            f"ca_anchor {cfg.ca_anchor!r} and combination {cfg.combination!r} must have the "
+            "same number of words (UCE maps token rows one to one)"
+        )
+
+
 def prepare(cfg: Config, workdir: Path) -> Stage:
     """Pretrain the text-to-image model (or reuse base.safetensors with --resume), the oracle,
     and the graph. The base model is seeded with cfg.base_seed, not cfg.seed."""
     graph = load_graph(cfg)
     erase, retain = concept_graph.extract_sets(graph)
-    for prompt in erase + retain:
-        data.parse_prompt(prompt)  # every graph prompt must be expressible in this world
+    check_world(cfg, erase, retain)  # one-line errors before the minutes of pretraining
     ckpt = workdir / "base.safetensors"
     start = time.perf_counter()
     losses: list[float] = []
@@ -174,6 +196,9 @@ def images_of(stage: Stage, prompt: str, n: int, cfg: Config, gen: torch.Generat
     )
 
 
+ESD_BATCH = 8
+"""Images per ESD-x step (the official code uses 1; 8 lowers the variance of the tiny world)."""
+
 ESCAPE_LE = 1e-3
 """L_e above which CoGFD counts as having left the zero-gradient start (diagnostics only)."""
 
@@ -212,17 +237,16 @@ def erase_with(
             "escape_step": float(escaped[0] if escaped else len(curve)),
             "train_images_combo_rate": evaluate.combination_rate(stage.oracle, images, x),
         }
+    # ESD is on-policy: it samples its own x_t, so `shape` only gives the batch and image size
+    shape = torch.zeros(ESD_BATCH, 3, cfg.image_size, cfg.image_size)
+    esd = {"eta": cfg.esd_eta, "ddim_steps": cfg.ddim_steps, "guidance": cfg.guidance}
     if name == "esd_x":
-        images = images_of(stage, x, 8, cfg, gen)
-        edited = baselines.esd_x(
-            stage.unet, stage.text_encoder, images, x, eta=cfg.esd_eta, **common
-        )
+        edited = baselines.esd_x(stage.unet, stage.text_encoder, shape, x, **esd, **common)
         return edited[0], {}
     if name == "naive":
         parts = x.split()
-        images = [images_of(stage, p, 8, cfg, gen) for p in parts]
         edited = baselines.naive(
-            stage.unet, stage.text_encoder, images, parts, eta=cfg.esd_eta, **common
+            stage.unet, stage.text_encoder, [shape] * len(parts), parts, **esd, **common
         )
         return edited[0], {}
     if name == "ca":
@@ -233,7 +257,13 @@ def erase_with(
         return edited[0], {}
     if name == "uce":
         edited = baselines.uce(
-            stage.unet, stage.text_encoder, x, cfg.ca_anchor, x.split(), cfg.uce_lambda
+            stage.unet,
+            stage.text_encoder,
+            x,
+            cfg.ca_anchor,
+            x.split(),
+            cfg.uce_lambda,
+            cfg.uce_preserve_scale,
         )
         return edited, {}
     raise ValueError(f"unknown method {name!r}")

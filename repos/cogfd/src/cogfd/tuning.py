@@ -33,15 +33,26 @@ def tune(stage: Stage, cfg: Config) -> tuple[dict[str, dict[str, float]], dict[s
             field, grid = "uce_lambda", cfg.uce_lambda_grid
         else:
             continue
-        scores = []
+        scores, forget, retain = [], [], []
         for value in grid:
             run_cfg = dataclasses.replace(cfg, **{field: value})
-            scores.append(
-                validation_score(run_method(name, stage, run_cfg, cfg.tune_seed, orig)[1])
-            )
-        chosen = grid[scores.index(max(scores))]
+            m = run_method(name, stage, run_cfg, cfg.tune_seed, orig)[1]
+            scores.append(validation_score(m))
+            forget.append(m["forget_drop"])
+            retain.append(m["retain_drop"])
+        best = scores.index(max(scores))
+        chosen = grid[best]
         overrides[name] = {field: chosen}
-        record[name] = {"field": field, "grid": list(grid), "scores": scores, "chosen": chosen}
+        record[name] = {
+            "field": field,
+            "grid": list(grid),
+            "scores": scores,
+            "forget_drop": forget,
+            "retain_drop": retain,
+            "chosen": chosen,
+            # a choice at the end of a sorted grid may have a better value beyond it
+            "at_edge": len(grid) > 1 and best in (0, len(grid) - 1),
+        }
     if "cogfd_noerase" in cfg.methods and "cogfd" in overrides:
         overrides["cogfd_noerase"] = dict(overrides["cogfd"])  # the ablation keeps CoGFD's lr
     return overrides, {"seed": cfg.tune_seed, "criterion": CRITERION, "methods": record}

@@ -48,9 +48,10 @@ def transfer_run(cfg: Config, backbone: str, method: str, rank: int, seed: int, 
         Path(cfg.out) / "transfer" / backbone / f"r{rank}" / tag / f"seed{seed}-lr{lr}-s{scale}"
     )
     m = train_and_evaluate(run, workdir, save_weights=False)
+    tasks = ("folder",) if cfg.data_dir else TASKS
     for split in ("", "val_"):
         m[f"{backbone}_mean_{split}acc"] = float(
-            np.mean([m[f"{backbone}_{t}_{split}acc"] for t in TASKS])
+            np.mean([m[f"{backbone}_{t}_{split}acc"] for t in tasks])
         )
     return m
 
@@ -152,7 +153,7 @@ def run_bench(cfg: Config) -> dict:
     metrics = {m: {k: summarize(v) for k, v in d.items()} for m, d in per_method.items()}
     conv = next(b for b in cfg.backbones if b not in LINEAR_ONLY)
     linear = next((b for b in cfg.backbones if b in LINEAR_ONLY), None)
-    claims = transfer_claims(results, conv, linear)
+    claims = transfer_claims(results, conv, linear, cfg.lora_rank)
     from .perf import performance
 
     perf = performance(cfg)

@@ -11,7 +11,11 @@ ADAPTED = {
     "cnn": r"conv[234]",
     "mlp": r"fc[12]",
     "vit": r"backbone\.layers\.\d+\.(attention\.[qkvo]_proj|mlp\.fc[12])",
-    "convnext": r".*(dwconv|pwconv1|pwconv2)",
+    # pointwise (Linear) layers and the dense 2x2 downsampling convs; the depthwise 7x7 convs stay
+    # frozen for every method: peft 0.21's LoRA family takes a grouped conv only at a rank that is
+    # a multiple of its groups (r = channels: a full per-channel update, not a low-rank one), so
+    # the one layer set all methods can adapt at a low rank leaves them out (README, Deviations).
+    "convnext": r".*(pwconv1|pwconv2|downsampling_layer\.1)",
 }
 HEAD = {"cnn": "head", "mlp": "head", "vit": "head", "convnext": "head"}
 LINEAR_ONLY = ("mlp", "vit")  # every adapted weight is 2-D: FLoRA is A G B^T there

@@ -107,12 +107,18 @@ def run_structure(cfg: Config, workdir: Path, save_weights: bool) -> dict[str, f
     return metrics
 
 
+def input_channels(backbone: str, cfg: Config) -> int:
+    """RGB for the ConvNeXt and for any backbone adapted to an image folder (digits are repeated
+    to three channels for its pretraining); grey digits otherwise."""
+    return 3 if backbone == "convnext" or cfg.data_dir else 1
+
+
 def build_backbone(backbone: str, cfg: Config, n_classes: int = 5) -> nn.Module:
-    channels = 3 if backbone == "convnext" else 1
+    channels = input_channels(backbone, cfg)
     if backbone == "cnn":
-        return models.SmallCNN(n_classes)
+        return models.SmallCNN(n_classes, channels)
     if backbone == "mlp":
-        return models.MLP(n_classes, in_features=cfg.image_size**2)
+        return models.MLP(n_classes, in_features=channels * cfg.image_size**2)
     if backbone == "vit":
         return models.ViT(n_classes, cfg.image_size, channels)
     return models.ConvNeXt(n_classes, cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint)
@@ -186,8 +192,7 @@ def method_rank(backbone: str, cfg: Config, model: nn.Module) -> int:
 
 def transfer_tasks(cfg: Config, backbone: str) -> tuple[dict, dict]:
     """(the digits tasks, the target tasks adapted to: shift and rotated, or the image folder)."""
-    channels = 3 if backbone == "convnext" else 1
-    tasks = data.digits_tasks(cfg.seed, cfg.image_size, channels)
+    tasks = data.digits_tasks(cfg.seed, cfg.image_size, input_channels(backbone, cfg))
     if cfg.data_dir:
         return tasks, {"folder": data.folder_task(cfg.data_dir, cfg.image_size, cfg.seed)}
     return tasks, {"shift": tasks["shift"], "rotated": tasks["rotated"]}
