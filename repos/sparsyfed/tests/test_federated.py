@@ -50,3 +50,36 @@ def test_flash_keeps_the_received_mask_and_topk_does_not(tiny):
         moved[method] = sum(int(((sparse[n] != 0) != (after[n] != 0)).sum()) for n in names)
     assert moved["flash"] == 0
     assert moved["topk"] > 0
+
+
+def test_rounds_run_one_to_t_and_clients_report_their_sample_counts(tiny):
+    """The loop trains rounds 1..T (Flower's 1-based round: no undecayed round 0, the last at
+    lr_final) and evaluates after round T; each client reports its own sample count, the
+    FedAvg weight."""
+    from sparsyfed.federated import run_federated, split_of
+
+    cfg = dataclasses.replace(tiny, rounds=3, eval_every=2)
+    _, hist, _ = run_federated(cfg)
+    assert hist["round"] == [1, 2, 3] and hist["eval_round"] == [2, 3]
+    _, _, parts = split_of(cfg)
+    model = new_model(cfg)
+    sizes = {len(p) for p in parts}
+    assert len(sizes) > 1  # LDA at alpha 0.1: the clients differ in size
+    for client in (0, 1):
+        _, n = client_round(cfg, model, state_of(model), client=client, server_round=1)
+        assert n == len(parts[client])
+
+
+def test_sparsyfed_never_revives_a_pruned_weight_and_topk_does(tiny):
+    """Mask flips (zero in round t-1, non-zero in round t) are 0 for SparsyFed by construction
+    (beta > 1: a zero omega has zero gradient) and positive for Top-K; counting the other
+    direction (non-zero -> zero) would make SparsyFed's positive."""
+    from sparsyfed.federated import run_federated
+
+    flips = {}
+    for method in ("sparsyfed", "topk"):
+        cfg = dataclasses.replace(tiny, method=method, rounds=4, sparsity=0.9)
+        _, hist, _ = run_federated(cfg)
+        flips[method] = sum(hist["mask_regrowth"][1:])
+        assert all(r >= 0 for r in hist["regrowth"])
+    assert flips["sparsyfed"] == 0 and flips["topk"] > 0

@@ -408,7 +408,8 @@ def plot(cfg: Config, histories: dict[str, dict]) -> Any:
 
 
 BENCH_ONLY = ("reuse_runs", "workers", "flower_rounds", "flower_timeout_s", "quiet", "seeds",
-              "results_dir", "partial_out", "merge", "tune_val_fraction", "name", "out")  # fmt: skip
+              "results_dir", "partial_out", "merge", "tune_val_fraction", "name", "out",
+              "flower_client_cpus", "flower_client_gpus", "flower_ray_cpus", "eval_file")  # fmt: skip
 """Config fields that shape the bench, not a run: a stored run that differs only there is reused."""
 
 

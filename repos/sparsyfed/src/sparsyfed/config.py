@@ -90,6 +90,17 @@ class Config(RunConfig):
     flower_timeout_s: Annotated[float, Gt(0)] = 180.0
     """Wall-clock limit of that timing (a child process group, killed when it runs over; the
     row is then skipped with the reason)."""
+    flower_client_cpus: Annotated[float, Gt(0)] = 1.0
+    """Flower simulation: CPU cores Ray reserves for each client (client_resources num_cpus)."""
+    flower_client_gpus: Annotated[float, Interval(ge=0, le=1)] = 0.0
+    """Flower simulation: GPU fraction Ray reserves for each client (client_resources num_gpus;
+    0.1 trains 10 clients on one GPU at a time); used only when the device is CUDA."""
+    flower_ray_cpus: Annotated[int, Ge(1)] = 1
+    """Flower simulation: CPU cores the Ray instance may use (init_args num_cpus); with
+    flower_client_cpus it bounds how many clients train at once."""
+    eval_file: str = ""
+    """eval only: also test the saved model on this CIFAR-10 python batch file (test_batch or a
+    file of yours in that format); the run must have been trained on cifar10 or synth_cifar10."""
 
 
 PRESETS: dict[str, Config] = {
@@ -127,6 +138,10 @@ PRESETS: dict[str, Config] = {
         bench_alphas=(0.1, 1.0, 1000.0),
         bench_sparsities=(0.9, 0.95, 0.99),
         bench_norm_arch="",
+        # one GPU, 16 cores: the round's 10 clients train side by side, 0.1 GPU and 1 core each
+        flower_client_cpus=1.0,
+        flower_client_gpus=0.1,
+        flower_ray_cpus=10,
     ),
 }
 

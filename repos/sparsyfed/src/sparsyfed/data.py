@@ -63,15 +63,24 @@ def load_cifar10(folder: str | Path) -> tuple[Dataset, Dataset]:
             "download cifar-10-python.tar.gz yourself and pass its folder as --data-dir"
         )
     parts = [_read_cifar_batch(p) for p in train_files]
-    mean = torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1)
-    std = torch.tensor(CIFAR_STD).view(1, 3, 1, 1)
-
-    def as_t(x: np.ndarray, y: np.ndarray) -> Dataset:
-        return (torch.from_numpy(x).float() / 255.0 - mean) / std, torch.from_numpy(y).long()
-
     xtr = np.concatenate([p[0] for p in parts])
     ytr = np.concatenate([p[1] for p in parts])
-    return as_t(xtr, ytr), as_t(*_read_cifar_batch(folder / "test_batch"))
+    return _normalised(xtr, ytr), load_cifar_batch(folder / "test_batch")
+
+
+def _normalised(x: np.ndarray, y: np.ndarray) -> Dataset:
+    mean = torch.tensor(CIFAR_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(CIFAR_STD).view(1, 3, 1, 1)
+    return (torch.from_numpy(x).float() / 255.0 - mean) / std, torch.from_numpy(y).long()
+
+
+def load_cifar_batch(path: str | Path) -> Dataset:
+    """One CIFAR-10 python batch file (test_batch, data_batch_N or a user's file in that
+    format), normalised as the loader does; a missing or foreign file is a ValueError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such CIFAR-10 python batch file")
+    return _normalised(*_read_cifar_batch(path))
 
 
 SYNTH_TRAIN, SYNTH_TEST = 6_400, 2_000  # 20 clients x ~320 images: ~20 steps of 16

@@ -172,6 +172,18 @@ def deployment_main(grid: Grid, context: Context) -> None:
     save_deployment_result(cfg, state, seconds, out_dir)
 
 
+def backend_config(cfg: Config) -> dict:
+    """Ray resources of the Simulation Engine from the config: per client cfg.flower_client_cpus
+    cores and, on a CUDA device, cfg.flower_client_gpus of a GPU (the full preset: 1 core and 0.1
+    GPU, so a round's 10 clients share one GPU); Ray itself gets cfg.flower_ray_cpus cores. On
+    CPU the GPU share is 0 whatever the config says (Ray would wait forever for a GPU)."""
+    gpus = cfg.flower_client_gpus if str(cfg.device).startswith("cuda") else 0.0
+    return {
+        "client_resources": {"num_cpus": cfg.flower_client_cpus, "num_gpus": gpus},
+        "init_args": {"num_cpus": cfg.flower_ray_cpus, "include_dashboard": False},
+    }
+
+
 def run_flower_simulation(cfg: Config) -> tuple[State, float]:
     """cfg.rounds on Flower's Simulation Engine (Ray); returns the global state and wall time."""
     from flwr.simulation import run_simulation
@@ -182,11 +194,29 @@ def run_flower_simulation(cfg: Config) -> tuple[State, float]:
         server_app=make_server_app(cfg, out),
         client_app=client_app,
         num_supernodes=cfg.clients_per_round,
-        backend_config={
-            "client_resources": {"num_cpus": 1, "num_gpus": 0.0},
-            "init_args": {"num_cpus": 1, "include_dashboard": False},
-        },
+        backend_config=backend_config(cfg),
     )
     if "state" not in out:
         raise RuntimeError("the Flower simulation finished without a global model")
     return out["state"], out["seconds"]
+
+
+def flower_train(cfg: Config) -> dict[str, float]:
+    """The `flower` command: cfg.rounds of cfg.method on the Simulation Engine with the preset's
+    client resources; config.json, the global model and metrics.json go to cfg.out, in the
+    layout of `train`, so `eval --out` reloads and tests it."""
+    from safetensors.torch import save as safetensors_bytes
+
+    from .train import MODEL, evaluate
+
+    validate(cfg)
+    torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out / "config.json", dataclasses.asdict(cfg))
+    state, seconds = run_flower_simulation(cfg)
+    tensors = {k: v.detach().cpu().contiguous() for k, v in state.items()}
+    atomic_write_bytes(out / MODEL, safetensors_bytes(tensors))
+    metrics = {**evaluate(cfg, out), "flower_seconds": seconds}
+    atomic_write_json(out / "metrics.json", metrics)
+    return metrics

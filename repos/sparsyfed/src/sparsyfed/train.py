@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from .baselines import method_spec
 from .config import Config, validate
+from .data import load_cifar_batch
 from .federated import accuracy, new_model, pruned_copy, run_federated, split_of
 from .powerprop import sparsy_layers
 from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_json
@@ -82,13 +83,16 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
 def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Load the global model a previous `train` saved in workdir and test it again: accuracy of
     the dense aggregate and of its copy pruned to the run's sparsity, and its density. The run's
-    config.json fixes model, data and seed; this command's flags only choose device and threads."""
+    config.json fixes model, data and seed; this command's flags only choose device and threads,
+    and --eval-file adds the same two accuracies on a CIFAR-10 python batch file of the user's
+    (`accuracy_file`, `accuracy_pruned_file`)."""
     workdir = Path(workdir)
     config_path = workdir / "config.json"
     saved = read_json(config_path, "run config")
     if not isinstance(saved, dict) or "arch" not in saved:
         raise ValueError(f"{config_path}: not a config written by train (no arch field)")
     fields = {f.name for f in dataclasses.fields(Config)} - {"device", "threads", "quiet", "out"}
+    fields -= {"eval_file"}  # this command's own flag, never the saved one
     try:
         run_cfg = dataclasses.replace(
             cfg,
@@ -97,6 +101,12 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         validate(run_cfg)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{config_path}: not a usable run config ({exc})") from None
+    if cfg.eval_file and run_cfg.dataset not in ("cifar10", "synth_cifar10"):
+        raise ValueError(
+            f"--eval-file {cfg.eval_file}: a CIFAR-10 batch needs a run trained on cifar10 or "
+            f"synth_cifar10; {workdir} was trained on {run_cfg.dataset}"
+        )
+    extra = load_cifar_batch(cfg.eval_file) if cfg.eval_file else None
     torch.set_num_threads(run_cfg.threads)
     model = new_model(run_cfg)
     fresh = model.state_dict()
@@ -115,6 +125,9 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         "accuracy_pruned": accuracy(model, pruned, xte, yte),
         "final_density": float(prunable_masks(state, names).float().mean()),
     }
+    if extra is not None:
+        out["accuracy_file"] = accuracy(model, state, *extra)
+        out["accuracy_pruned_file"] = accuracy(model, pruned, *extra)
     model.load_state_dict(state)
     out["min_layer_density"] = min(layer_densities(model).values())
     return out
