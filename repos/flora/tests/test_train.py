@@ -123,3 +123,18 @@ def test_fine_tuning_reads_only_the_train_split(tiny):
     model = SmallCNN()
     fit_classifier(model, task, 1, 1e-2, tiny, "leak")
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_pretrained_cache_keys_on_input_channels(tiny, tmp_path):
+    """The per-process pretraining cache served a grey (1-channel) ViT to an image-folder run
+    that needs RGB; the key must carry the input channels."""
+    from flora import data
+    from flora.train import input_channels, pretrained
+
+    grey = dataclasses.replace(tiny, pretrain_epochs=1)
+    rgb = dataclasses.replace(grey, data_dir=str(write_image_folder(tmp_path / "imgs")))
+    for cfg in (grey, rgb):
+        tasks = data.digits_tasks(cfg.seed, cfg.image_size, input_channels("vit", cfg))
+        state = pretrained("vit", cfg, tasks)
+        patch = next(v for k, v in state.items() if "patch" in k and v.dim() == 4)
+        assert patch.shape[1] == input_channels("vit", cfg) == (3 if cfg.data_dir else 1)

@@ -168,7 +168,8 @@ def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
 def pretrained(backbone: str, cfg: Config, tasks: dict) -> dict[str, torch.Tensor]:
     """Weights after pretraining on digits 0-4 (cached per process: every method starts from them)."""
     key = (backbone, cfg.seed, cfg.image_size, cfg.pretrain_epochs, cfg.batch_size, cfg.pretrain_lr,
-           cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint, cfg.device)  # fmt: skip
+           cfg.convnext_depths, cfg.convnext_dims, cfg.checkpoint, cfg.device,
+           input_channels(backbone, cfg))  # fmt: skip
     if key not in _PRETRAINED:
         torch.manual_seed(cfg.seed)
         model = build_backbone(backbone, cfg).to(cfg.device)
