@@ -7,7 +7,9 @@ import dataclasses
 import json
 from pathlib import Path
 
-from arith_heuristics.bench import claims_from, run_bench
+import numpy as np
+
+from arith_heuristics.bench import claims_from, per_seed, run_bench
 from arith_heuristics.config import OPERATORS
 
 CLAIM_IDS = [
@@ -29,6 +31,10 @@ def test_bench_writes_schema(tiny):
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert [c["id"] for c in doc["claims"]] == CLAIM_IDS
     assert all("negative_control" in c and "interval" in c for c in doc["claims"])
+    for c in doc["claims"]:
+        assert c["verdict"] in ("holds", "contradicted", "inconclusive") and c["test"]
+        assert all(p["n"] <= 3 and p["method"] == "paired t over seeds" for p in c["test"])
+        assert c["negative_control"]["verdict"] in ("holds", "contradicted", "inconclusive")
     for row in ("RandomNeurons", "BottomNeurons", "UntrainedModel", "IndependentModel"):
         assert row in doc["metrics"], row
     perf = doc["performance"][0]
@@ -36,15 +42,16 @@ def test_bench_writes_schema(tiny):
     assert (Path(cfg.results_dir) / "figures" / "quick_analysis.png").exists()
 
 
-def _fake(cfg, good: bool) -> dict:
-    """Per-operator metrics over 3 seeds where the method beats every null (or does not)."""
+def _fake(cfg, good: bool, seeds: int = 3) -> dict:
+    """Per-operator metrics over `seeds` seeds where the method beats every null (or does not)."""
     rows: dict[str, dict] = {}
 
     def put(row, key, values):
         for k, op in enumerate(OPERATORS):
-            vals = [v + 0.01 * (k + s) for s, v in enumerate(values)]
-            rows.setdefault(row, {})[f"{key}_{op}"] = {"values": vals, "mean": sum(vals) / 3}
-            rows[row][key] = {"values": vals, "mean": sum(vals) / 3}
+            vals = [v + 0.01 * (k + s) for s, v in enumerate(values[:seeds])]
+            mean = sum(vals) / len(vals)
+            rows.setdefault(row, {})[f"{key}_{op}"] = {"values": vals, "mean": mean}
+            rows[row][key] = {"values": vals, "mean": mean}
 
     hi, lo = (0.9, 0.2) if good else (0.3, 0.3)
     n = len(cfg.faith_fracs)
@@ -76,8 +83,34 @@ def test_claims_follow_the_metrics_and_controls_fail(tiny):
     good = claims_from(_fake(cfg, True), cfg)
     assert all(c["holds"] for c in good), [c["id"] for c in good if not c["holds"]]
     assert not any(c["negative_control"]["holds"] for c in good)
+    assert all(c["verdict"] == "holds" for c in good)
     bad = claims_from(_fake(cfg, False), cfg)
     assert not any(c["holds"] for c in bad), [c["id"] for c in bad if c["holds"]]
+    # the method equal to its nulls: no claim holds, none of the controls holds either
+    assert all(c["verdict"] != "holds" for c in bad)
+
+
+def test_no_claim_holds_on_two_seeds(tiny):
+    """Seeds are the units: two seeds of a clear effect leave every claim short of 'holds'
+    (four operators per seed do not count as more units)."""
+    cfg = dataclasses.replace(tiny, n_boot=200)
+    two = claims_from(_fake(cfg, True, seeds=2), cfg)
+    assert [c["verdict"] for c in two] == ["inconclusive"] * len(CLAIM_IDS)
+    assert all(c["seeds_needed"] >= 3 for c in two)
+    assert all(p["n"] == 2 for c in two for p in c["test"])
+
+
+def test_per_seed_averages_operators_and_skips_missing_ones():
+    nan = float("nan")
+    metrics = {
+        "Row": {
+            f"m_{op}": {"values": v}
+            for op, v in zip("+-*/", ([1.0, 2.0], [3.0, nan], [5.0, 6.0], [7.0, 8.0]))
+        }
+    }
+    got = per_seed(metrics, "Row", "m")
+    assert np.allclose(got, [(1 + 3 + 5 + 7) / 4, (2 + 6 + 8) / 3])
+    assert np.isnan(per_seed(metrics, "Row", "other")).all()
 
 
 def test_paper_preset_writes_paper_json_with_the_same_claims(tiny, tmp_path):

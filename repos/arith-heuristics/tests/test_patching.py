@@ -74,6 +74,34 @@ def test_chunked_neuron_patching_matches_one_at_a_time(setup):
     assert np.corrcoef(attrib.ravel().numpy(), fast.ravel().numpy())[0, 1] > 0.5
 
 
+def test_mlp_effect_matches_patching_by_hand(setup):
+    """component_effects' whole-MLP E: the counterfactual MLP activation copied into the clean
+    run at one position at a time, E averaged over the positions after BOS."""
+    model, parts, vocab, clean, cf = setup
+    with torch.no_grad():
+        for w in model.parameters():
+            w.mul_(3)
+    tok, tok_cf = clean.tokens(vocab), cf.tokens(vocab)
+    cf_cache = cache(model, parts, tok_cf)
+    r, r_cf = torch.as_tensor(clean.result), torch.as_tensor(cf.result)
+    got = P.component_effects(model, parts, tok, cf_cache, r, r_cf, 20)["mlps"][1]
+    p = P.probs(last_logits(model, tok), 20).detach()
+    slow = []
+    for pos in range(1, tok.shape[1]):
+
+        def edit(i, x, pos=pos):
+            if i != 1:
+                return None
+            x = x.clone()
+            x[:, pos] = cf_cache["mlp"][1][:, pos]
+            return x
+
+        with torch.no_grad(), hooked(parts, mlp=edit):
+            slow.append(P.effect(p, P.probs(last_logits(model, tok), 20), r, r_cf).mean())
+    assert abs(float(torch.stack(slow).mean())) > 1e-3
+    assert got.item() == pytest.approx(float(torch.stack(slow).mean()), rel=1e-4, abs=1e-6)
+
+
 def test_faithfulness_is_one_for_the_model_and_zero_for_the_empty_circuit(setup):
     model, parts, vocab, clean, _ = setup
     tok, r = clean.tokens(vocab), torch.as_tensor(clean.result)

@@ -48,13 +48,19 @@ class Classifier:
         self.ctx, self.threshold = ctx, cfg.threshold
         self.amap, self.lmap = activation_maps(ctx, operator)
         self.legal = legal_grid(operator, cfg.max_operand, cfg.n_numbers)
-        self.heur = H.heuristics_for(
-            operator, cfg.max_operand, cfg.n_numbers, cfg.max_heuristic_share
-        )
+        args = (operator, cfg.max_operand, cfg.n_numbers, cfg.max_heuristic_share)
+        self.heur = H.heuristics_for(*args)
+        self.heur_official = H.heuristics_for(*args, k_rule="official")
 
-    def run(self, masks: dict[int, torch.Tensor], random_maps: np.random.Generator | None = None):
+    def run(
+        self,
+        masks: dict[int, torch.Tensor],
+        random_maps: np.random.Generator | None = None,
+        official: bool = False,
+    ):
         """(ids, scores, implements) for the neurons marked in masks; ids are (layer index,
-        neuron). With random_maps, Gaussian maps replace the activations (a floor)."""
+        neuron). With random_maps, Gaussian maps replace the activations (a floor); with
+        official, heuristics take the official code's closed-form k (heuristics.official_k)."""
         ids = [
             (li, int(n))
             for li, layer in enumerate(self.ctx.layers)
@@ -64,12 +70,14 @@ class Classifier:
         if random_maps is not None:
             a = random_maps.standard_normal(a.shape)
         lens = np.stack([self.lmap[li, n] for li, n in ids])
-        scores = H.score_all(a, lens, self.heur, self.legal)
+        heur = self.heur_official if official else self.heur
+        scores = H.score_all(a, lens, heur, self.legal)
         return ids, scores, H.classify(scores, self.threshold)
 
-    def share(self, masks, random_maps=None) -> float:
+    def share(self, masks, random_maps=None, official: bool = False) -> float:
         """Share of the marked neurons that implement at least one heuristic."""
-        return float(np.mean([len(x) > 0 for x in self.run(masks, random_maps)[2]]))
+        implements = self.run(masks, random_maps, official)[2]
+        return float(np.mean([len(x) > 0 for x in implements]))
 
 
 def rank_neurons(ctx: Context, batch: Batch) -> torch.Tensor:
@@ -85,11 +93,13 @@ def classification_null(ctx: Context, operator: str, seed: int) -> dict[str, flo
     batch, _ = C.split_prompts(ctx, pool, seed)
     exact = rank_neurons(ctx, batch)
     clf = Classifier(ctx, operator)
+    top = C.top_masks(exact, ctx.layers, ctx.cfg.top_frac)
+    bottom = C.top_masks(-exact.abs(), ctx.layers, ctx.cfg.top_frac)
     return {
-        "classified_share": clf.share(C.top_masks(exact, ctx.layers, ctx.cfg.top_frac)),
-        "bottom_classified_share": clf.share(
-            C.top_masks(-exact.abs(), ctx.layers, ctx.cfg.top_frac)
-        ),
+        "classified_share": clf.share(top),
+        "bottom_classified_share": clf.share(bottom),
+        "classified_share_official": clf.share(top, official=True),
+        "bottom_classified_share_official": clf.share(bottom, official=True),
     }
 
 
@@ -233,6 +243,8 @@ def analyse_operator(ctx: Context, operator: str, seed: int) -> dict:
             "classified_share": float(np.mean([len(x) > 0 for x in implements])),
             "bottom_classified_share": clf.share(bottom),
             "random_map_classified_share": clf.share(top, rng),
+            "classified_share_official": clf.share(top, official=True),
+            "bottom_classified_share_official": clf.share(bottom, official=True),
             "attribution_exact_corr": corr,
             "n_knockout_heuristics": ko["n"],
             "knockout_assoc_acc": ko["assoc"],

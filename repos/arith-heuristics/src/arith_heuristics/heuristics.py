@@ -17,6 +17,12 @@ from .data import apply, legal_grid
 
 MODULI = (2, 3, 4, 5, 6, 7, 8, 9, 11, 13, 15)
 """The paper's modulo set {2..9, 11, 13, 15} (the official code uses 2..10)."""
+OFFICIAL_MODULI = tuple(range(2, 11))
+"""heuristics_classification.py's modulo set, used with the official k rule."""
+K_RULES = ("count", "official")
+"""How k is set: 'count' is Algorithm 1 as written (k = |assoc(H)|); 'official' is the closed
+form heuristics_classification.py uses for modulo, pattern, value and identical-operand
+heuristics (ranges are counted in both)."""
 
 OPERAND_RANGES = {"+": (10, 30, 50, 100), "-": (10, 30, 50, 100), "*": (3, 5, 10)}
 """Operand range lengths per operator (official code; '/' as '+'); starts every `length`."""
@@ -58,16 +64,41 @@ def _digit_patterns(v: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def official_k(
+    name: str, operator: str, max_operand: int, n_numbers: int, n_legal: int
+) -> int | None:
+    """heuristics_classification.py's closed-form k for a heuristic name (None: counted).
+    factor is the legal share of the operand grid (1 for +, about 1/2 for -)."""
+    factor = n_legal / max_operand**2
+    if " mod " in name:
+        n = int(name.rsplit(" ", 1)[1])
+        per_operand = name.startswith(("op1", "op2"))
+        k = (max_operand // n) * (max_operand if per_operand else max_operand // n) * factor
+        return int(k)
+    if "pattern" in name or "value" in name:
+        return int(max_operand * factor)
+    if name == "identical operands":
+        return int((n_numbers - 1) ** 0.5) if operator == "*" else max_operand
+    return None
+
+
 def heuristics_for(
-    operator: str, max_operand: int, n_numbers: int, max_share: float = 0.5
+    operator: str,
+    max_operand: int,
+    n_numbers: int,
+    max_share: float = 0.5,
+    k_rule: str = "count",
 ) -> list[Heuristic]:
     """Every candidate heuristic of one operator: operand, both-operand and result ranges,
-    modulo conditions and digit patterns, result values, identical operands."""
+    modulo conditions and digit patterns, result values, identical operands; k by `k_rule`."""
+    if k_rule not in K_RULES:
+        raise ValueError(f"k_rule must be one of {K_RULES}, got {k_rule!r}")
     legal = legal_grid(operator, max_operand, n_numbers)
     a, b = np.meshgrid(np.arange(max_operand), np.arange(max_operand), indexing="ij")
     res = np.where(legal, apply(operator, a, b), -1)
     top_result = int(res.max()) + 1
     cap = max_operand if operator in "*/" else None
+    n_legal = int(legal.sum())
     out: list[Heuristic] = []
 
     def add(name: str, direct: bool, mask: np.ndarray) -> None:
@@ -75,8 +106,12 @@ def heuristics_for(
         n = int(mask.sum())
         if direct and operator == "/" and (mask & (res == 0)).any():
             return  # official code drops division's result heuristics that include 0
-        if 0 < n <= max_share * legal.sum():
-            k = min(n, cap) if direct and cap else n
+        if 0 < n <= max_share * n_legal:
+            k = n
+            if k_rule == "official":
+                closed = official_k(name, operator, max_operand, n_numbers, n_legal)
+                k = n if closed is None else min(max(closed, 1), n_legal)
+            k = min(k, cap) if direct and cap else k
             out.append(Heuristic(name, direct, mask, k))
 
     for length in OPERAND_RANGES.get(operator, OPERAND_RANGES["+"]):
@@ -93,7 +128,7 @@ def heuristics_for(
                 True,
                 (res >= start) & (res < start + length),
             )
-    for n in MODULI:
+    for n in MODULI if k_rule == "count" else OFFICIAL_MODULI:
         for m in range(n):
             add(f"op1 = {m} mod {n}", False, a % n == m)
             add(f"op2 = {m} mod {n}", False, b % n == m)

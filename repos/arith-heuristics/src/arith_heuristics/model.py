@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
+import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -46,8 +47,10 @@ def build_model(cfg: Config, vocab: Vocab) -> nn.Module:
     return GPT2LMHeadModel(config)
 
 
-def load_checkpoint(path: str | Path, device: str = "cpu") -> nn.Module:
-    """A local Hugging Face causal-LM folder (no download); raise if it has no MLP modules."""
+def load_checkpoint(path: str | Path, device: str = "cpu", vocab: Vocab | None = None) -> nn.Module:
+    """A local Hugging Face causal-LM folder (no download); raise if it has no MLP modules. With
+    `vocab` and a tokenizer saved in the folder (a pretrained LM: Llama-3, Pythia), the model is
+    returned as a VocabView that reads and answers our prompt ids through that tokenizer."""
     from transformers import AutoModelForCausalLM
 
     if not Path(path).is_dir():
@@ -62,7 +65,59 @@ def load_checkpoint(path: str | Path, device: str = "cpu") -> nn.Module:
             f"(config.json and weights): {first[:200]}"
         ) from None
     locate(model)
+    has_tokenizer = any((Path(path) / f).exists() for f in TOKENIZER_FILES)
+    if vocab is not None and has_tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model = VocabView(model, tokenizer_ids(tokenizer, vocab, str(path)))
     return model.to(device).eval()
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+
+
+def tokenizer_ids(tokenizer, vocab: Vocab, where: str = "tokenizer") -> torch.Tensor:
+    """[vocab.size] tokenizer id of each of our ids (numbers, + - * /, '=', BOS); ValueError
+    naming the first symbol the tokenizer does not keep as one token."""
+    from .config import OPERATORS
+
+    symbols = [str(n) for n in range(vocab.n_numbers)] + list(OPERATORS) + ["="]
+    ids = []
+    for sym in symbols:
+        got = tokenizer.encode(sym, add_special_tokens=False)
+        if len(got) != 1 or got[0] == tokenizer.unk_token_id:
+            raise ValueError(
+                f"{where}: the tokenizer has no single token for {sym!r} ({len(got)} tokens"
+                f"{', unknown' if got == [tokenizer.unk_token_id] else ''}); the prompts need "
+                f"every number below n_numbers = {vocab.n_numbers} as one token"
+            )
+        ids.append(got[0])
+    if tokenizer.bos_token_id is None:
+        raise ValueError(f"{where}: the tokenizer has no BOS token")
+    ids.append(tokenizer.bos_token_id)
+    return torch.as_tensor(ids, dtype=torch.long)
+
+
+class VocabView(nn.Module):
+    """A pretrained causal LM seen through our prompt vocabulary: our ids become the tokenizer's
+    on the way in, and the logits of those tokens come back in our order (numbers first), so
+    every analysis runs unchanged. The LM's own MLPs and heads stay the hook points."""
+
+    def __init__(self, lm: nn.Module, token_ids: torch.Tensor):
+        super().__init__()
+        self.lm = lm
+        self.config = lm.config
+        self.register_buffer("token_ids", token_ids, persistent=False)
+
+    def forward(self, input_ids: torch.Tensor, **kwargs):
+        out = self.lm(input_ids=self.token_ids[input_ids], **kwargs)
+        hidden = getattr(out, "hidden_states", None)
+        return types.SimpleNamespace(logits=out.logits[..., self.token_ids], hidden_states=hidden)
+
+    def get_output_embeddings(self):
+        """W_U restricted to our tokens, in our order (the logit lens)."""
+        return types.SimpleNamespace(weight=self.lm.get_output_embeddings().weight[self.token_ids])
 
 
 @dataclasses.dataclass

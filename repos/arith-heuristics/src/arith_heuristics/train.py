@@ -55,7 +55,7 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     paths: list[Path] = []
     if cfg.checkpoint:
         # a local causal LM whose token ids follow Vocab (e.g. saved with save_pretrained)
-        model = load_checkpoint(cfg.checkpoint, cfg.device)
+        model = load_checkpoint(cfg.checkpoint, cfg.device, vocab)
         if model.config.vocab_size < vocab.size:
             raise ValueError(
                 f"checkpoint vocabulary has {model.config.vocab_size} tokens; the prompts need "
@@ -153,7 +153,12 @@ def untrained_null(cfg: Config, vocab: Vocab) -> dict[str, float]:
     for k, op in enumerate(OPERATORS):
         for key, v in A.classification_null(ctx, op, cfg.seed + 17 * k).items():
             out[f"untrained_{key}_{op}"] = v
-    for key in ("classified_share", "bottom_classified_share"):
+    for key in (
+        "classified_share",
+        "bottom_classified_share",
+        "classified_share_official",
+        "bottom_classified_share_official",
+    ):
         out[f"untrained_{key}"] = float(np.mean([out[f"untrained_{key}_{op}"] for op in OPERATORS]))
     return out
 
@@ -200,7 +205,7 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, Any]:
     vocab = Vocab(run_cfg.n_numbers)
     if run_cfg.checkpoint:
         source = Path(run_cfg.checkpoint)
-        model = load_checkpoint(source, run_cfg.device)
+        model = load_checkpoint(source, run_cfg.device, vocab)
     else:
         source = workdir / f"checkpoint_{checkpoint_steps(run_cfg)[-1]:06d}.safetensors"
         model = load_state(build_model(run_cfg, vocab), source).to(run_cfg.device)
