@@ -13,6 +13,8 @@ import dataclasses
 from .runtime import Annotated, Ge, Gt, MinLen, RunConfig, check_bounds
 
 SIGNALS = ("image", "audio", "video", "nerf")
+METHODS = ("Mean", "OL", "Naive", "EWC", "ER", "MOL", "Modules-random", "MCL-NF", "MCL-NF+FIM")
+"""Every method a run can fit (testtime.py); `--methods` picks some for `train`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +45,8 @@ class Config(RunConfig):
     it to N pixels and fits image_size crops of it (fresh random crops of the training images every
     meta-step; n_test fixed random crops of the held-out images)."""
     test_images: Annotated[int, Ge(0)] = 0
-    """With --image-folder: images held out, the last ones of the sorted folder (0: n_test)."""
+    """With --image-folder: images held out (0: n_test), a random choice per seed (every seed
+    holds out its own images; the same seed always the same ones)."""
     nerf_resolution: Annotated[int, Ge(1)] = 8
     """NeRF: pixels per side of every view (one ray per pixel)."""
     nerf_views: Annotated[int, Ge(1)] = 4
@@ -88,6 +91,9 @@ class Config(RunConfig):
     """EWC penalty strength."""
     replay_points: Annotated[int, Ge(0)] = 64
     """Experience replay: points kept from each finished sub-task."""
+    methods: tuple[str, ...] = ()
+    """Methods `train` meta-trains and fits (empty: all of Mean, OL, Naive, EWC, ER, MOL,
+    Modules-random, MCL-NF, MCL-NF+FIM); `bench` always fits all of them."""
 
 
 PHOTOS = "runs/skimage-photos"
@@ -148,6 +154,9 @@ def validate(cfg: Config) -> Config:
                 f"{field} {getattr(cfg, field)} does not split into "
                 f"time_segments={cfg.time_segments} equal segments"
             )
+    for method in cfg.methods:
+        if method not in METHODS:
+            raise ValueError(f"methods: {method!r} is not one of {', '.join(METHODS)}")
     if cfg.image_size % cfg.grid:
         raise ValueError(
             f"image_size {cfg.image_size} does not split into grid={cfg.grid} equal blocks per side"

@@ -7,6 +7,7 @@ one per city block for MatrixCity)."""
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,8 @@ def write_skimage_photos(folder: str | Path) -> list[Path]:
 
 def load_image_folder(folder: str | Path, size: int, limit: int | None = None) -> torch.Tensor:
     """RGB images of a local folder (PNG/JPEG, e.g. CelebA), centre-cropped and resized to size,
-    in file-name order. A missing folder or an unreadable image is a ValueError naming it."""
+    in file-name order. A missing folder or an unreadable image is a ValueError naming it; images
+    that were not RGB (grey, palette, RGBA) or smaller than size are named on stderr."""
     from PIL import Image
 
     folder = Path(folder)
@@ -120,17 +122,33 @@ def load_image_folder(folder: str | Path, size: int, limit: int | None = None) -
     paths = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not paths:
         raise ValueError(f"no {'/'.join(IMAGE_SUFFIXES)} images in {folder}")
-    images = []
+    images, converted, upscaled = [], [], []
     for path in paths[:limit]:
         try:
-            img = Image.open(path).convert("RGB")
+            img = Image.open(path)
+            if img.mode != "RGB":
+                converted.append(f"{path.name} ({img.mode})")
+            img = img.convert("RGB")
         except (OSError, SyntaxError, ValueError) as exc:  # PIL's errors for corrupt files
             raise ValueError(f"cannot read image {path}: {exc}") from None
         side = min(img.size)
+        if side < size:
+            upscaled.append(f"{path.name} ({img.width}x{img.height})")
         left, top = (img.width - side) // 2, (img.height - side) // 2
         img = img.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
         images.append(np.asarray(img, dtype=np.float32) / 255.0)
+    for what, names in (("converted to RGB", converted), (f"upscaled to {size}x{size}", upscaled)):
+        if names:
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            print(f"mcl-nf: {len(names)} image(s) in {folder} {what}: {shown}", file=sys.stderr)
     return torch.from_numpy(np.stack(images))
+
+
+def held_out_split(count: int, held: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Indices (sorted) of the `held` held-out images and of the training images among `count`
+    files in name order: a random choice fixed by the seed, so every seed holds out its own."""
+    order = torch.randperm(count, generator=torch.Generator().manual_seed(seed))
+    return order[:held].sort().values, order[held:].sort().values
 
 
 def random_crops(images: torch.Tensor, n: int, size: int, seed: int) -> torch.Tensor:

@@ -10,10 +10,11 @@ import torch
 from skimage.metrics import structural_similarity
 
 from . import baselines, data
+from .config import METHODS as ALL_METHODS
 from .config import Config
 from .modular import Params, Siren, fields, fit_modules, point_losses
 
-METHODS = ("Mean", "OL", "Naive", "EWC", "ER", "MOL", "Modules-random", "MCL-NF", "MCL-NF+FIM")
+METHODS = ALL_METHODS
 """Mean: the floor (every sample predicted as its signal's mean). Modules-random: MCL-NF's modules
 from their random initialisation (the method without its meta-learning). MCL-NF+FIM: the FIM loss
 in the inner loop of meta-training and at test time."""
@@ -174,16 +175,21 @@ def evaluate_methods(cfg: Config, inits: tuple, args: tuple, score) -> dict[str,
     """Every method on one batch of held-out signals; flat metrics 'METHOD/metric'."""
     mod_module, mod_init, fim_init, modules_random, single_module, mol_init, random_init = inits
     modular = functools.partial(evaluate_modular, cfg, mod_module)
-    results = {
-        "Mean": mean_floor(cfg, args[1], score),
-        "MCL-NF": modular(mod_init, *args, None, score),
-        "MCL-NF+FIM": modular(fim_init, *args, fim_setting(cfg), score),
-        "Modules-random": modular(modules_random, *args, None, score),
-        "MOL": evaluate_single(cfg, "MOL", single_module, mol_init, *args, score),
+
+    def single(method: str, init) -> dict[str, float]:
+        return evaluate_single(cfg, method, single_module, init, *args, score)
+
+    runners = {
+        "Mean": lambda: mean_floor(cfg, args[1], score),
+        "MCL-NF": lambda: modular(mod_init, *args, None, score),
+        "MCL-NF+FIM": lambda: modular(fim_init, *args, fim_setting(cfg), score),
+        "Modules-random": lambda: modular(modules_random, *args, None, score),
+        "MOL": lambda: single("MOL", mol_init),
+        **{m: functools.partial(single, m, random_init) for m in ("OL", *CONTINUAL)},
     }
-    for method in ("OL", *CONTINUAL):
-        results[method] = evaluate_single(cfg, method, single_module, random_init, *args, score)
-    return {f"{m}/{k}": float(v) for m in METHODS for k, v in results[m].items()}
+    chosen = [m for m in METHODS if m in (cfg.methods or METHODS)]
+    results = {m: runners[m]() for m in chosen}
+    return {f"{m}/{k}": float(v) for m in chosen for k, v in results[m].items()}
 
 
 def combine(parts: list[tuple[int, dict[str, float]]]) -> dict[str, float]:

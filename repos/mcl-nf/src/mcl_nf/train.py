@@ -52,7 +52,8 @@ def signals(cfg: Config, split: str, n: int, offset: int = 0) -> torch.Tensor:
 
 
 def folder_signals(cfg: Config, split: str, n: int, offset: int) -> torch.Tensor:
-    """Signals from --image-folder: its last test_images (or n_test) images are held out. Whole
+    """Signals from --image-folder: test_images (or n_test) images, chosen at random per seed
+    (`data.held_out_split`), are held out; the rest meta-train. Whole
     images (the first n held-out ones; training images cycled through), or with --crop-side
     random crops (fresh per meta-step, fixed per seed for the test split)."""
     pool = folder_pool(cfg.image_folder, cfg.crop_side or cfg.image_size)
@@ -62,7 +63,8 @@ def folder_signals(cfg: Config, split: str, n: int, offset: int) -> torch.Tensor
             f"{cfg.image_folder} holds {len(pool)} images; need more than the {held} held out "
             "(--test-images, or --n-test)"
         )
-    images = pool[-held:] if split == "test" else pool[:-held]
+    test_idx, train_idx = data.held_out_split(len(pool), held, cfg.seed)
+    images = pool[test_idx] if split == "test" else pool[train_idx]
     if cfg.crop_side:
         return data.random_crops(images, n, cfg.image_size, signal_seed(cfg, split, offset))
     if split == "test":
@@ -194,18 +196,24 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     workdir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(workdir / "config.json", dataclasses.asdict(cfg))
     held = held_out(cfg)  # before meta-training: a bad signal fails at once
-    learned = {
-        "MCL-NF": meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF")[1],
-        "MCL-NF+FIM": meta_train(
+    trainers = {
+        "MCL-NF": lambda: meta_train(cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF"),
+        "MCL-NF+FIM": lambda: meta_train(
             cfg, cfg.hidden, modular=True, desc="meta-train MCL-NF+FIM", fim=fim_setting(cfg)
-        )[1],
-        "MOL": meta_train(cfg, cfg.single_hidden, modular=False, desc="meta-train MOL")[1],
+        ),
+        "MOL": lambda: meta_train(cfg, cfg.single_hidden, modular=False, desc="meta-train MOL"),
     }
+    learned = {m: trainers[m]()[1] for m in meta_learned(cfg)}
     for method, params in learned.items():
         save_init(workdir / INIT_FILES[method], params)
     metrics = fit_held_out(cfg, learned, held)
     atomic_write_json(workdir / "metrics.json", metrics)
     return metrics
+
+
+def meta_learned(cfg: Config) -> list[str]:
+    """The meta-learned methods (INIT_FILES' keys) among the run's --methods (all if empty)."""
+    return [m for m in INIT_FILES if m in (cfg.methods or INIT_FILES)]
 
 
 def held_out(cfg: Config) -> tuple:
@@ -221,18 +229,18 @@ def held_out(cfg: Config) -> tuple:
 
 def fit_held_out(cfg: Config, learned: dict[str, Params], held: tuple) -> dict[str, float]:
     """Every method on the held-out signals, the meta-learned ones from `learned` (INIT_FILES'
-    keys), in chunks of chunk_size signals."""
+    keys; only those of the run's --methods are needed), in chunks of chunk_size signals."""
     test_values, coords, index, targets, score = held
     mod_module, modules_random = new_field(cfg, cfg.hidden, cfg.seed)
     single_module, _ = new_field(cfg, cfg.single_hidden, cfg.seed)
     _, random_init = new_field(cfg, cfg.single_hidden, cfg.seed + 1)
     inits = (
         mod_module,
-        learned["MCL-NF"],
-        learned["MCL-NF+FIM"],
+        learned.get("MCL-NF"),
+        learned.get("MCL-NF+FIM"),
         modules_random,
         single_module,
-        learned["MOL"],
+        learned.get("MOL"),
         random_init,
     )
     size = chunk_size(cfg, index)
@@ -265,7 +273,8 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         raise ValueError(f"{config_path}: not a usable run config ({exc})") from None
     torch.set_num_threads(run_cfg.threads)
     learned = {}
-    for method, name in INIT_FILES.items():
+    for method in meta_learned(run_cfg):
+        name = INIT_FILES[method]
         hidden = run_cfg.single_hidden if method == "MOL" else run_cfg.hidden
         _, fresh = new_field(run_cfg, hidden, run_cfg.seed)
         loaded = load_safetensors(workdir / name)
