@@ -11,7 +11,14 @@ import pytest
 
 from oft_sinkhorn import baselines, data
 from oft_sinkhorn.config import PRESETS
-from oft_sinkhorn.train import evaluate, train_and_evaluate
+from oft_sinkhorn.train import (
+    evaluate,
+    exact_reference,
+    flow_metrics,
+    solve,
+    stage_metrics,
+    train_and_evaluate,
+)
 
 
 def test_smoke_writes_config_stages_and_finite_metrics(tiny, tmp_path):
@@ -86,3 +93,27 @@ def test_node_bound_effect_is_zero_without_node_bounds():
     bounded = data.netgen_mcf(60, 0, node_share=0.5)
     assert np.isfinite(bounded.node_capacity).any()
     assert exact_reference(bounded)["node_bound_effect"] >= 0.0
+
+
+def test_gap_is_relative_to_the_optimum_and_flows_are_checked_against_it():
+    """Twice the optimal flow costs twice the optimum: gap exactly 1 (not 1/2, as a gap over our
+    own cost would read), residual 1; the optimal flow itself: gap 0."""
+    inst = data.netgen_mcf(30, seed=4, capacitated=False)
+    ref = exact_reference(inst)
+    exact = baselines.highs_lp(inst)
+    assert ref["optimum"] == pytest.approx(exact.cost) and ref["arcs"] == inst.n_arcs
+    assert ref["floor_gap"] > 0  # the cost-blind flow costs more than the optimum
+    double = flow_metrics(inst, 2 * exact.flow, ref["optimum"])
+    assert double["gap"] == pytest.approx(1.0) and double["residual"] == pytest.approx(1.0)
+    same = flow_metrics(inst, exact.flow, ref["optimum"])
+    assert abs(same["gap"]) < 1e-9 and abs(same["restored_gap"]) < 1e-9
+
+
+def test_unsuffixed_metrics_are_the_last_stage(tiny):
+    inst = data.netgen_mcf(20, seed=0)
+    ref = exact_reference(inst)
+    metrics = stage_metrics(inst, solve(inst, tiny), tiny.eps, ref["optimum"])
+    last = f"@{tiny.eps[-1]:g}"
+    for key in ("gap", "restored_gap", "residual", "node_excess"):
+        assert metrics[key] == metrics[key + last], key
+    assert metrics["gap"] != metrics[f"gap@{tiny.eps[-2]:g}"]

@@ -119,17 +119,17 @@ def split_nodes(inst: Instance) -> Instance:
     out_id = np.arange(inst.n)
     out_id[capped] = inst.n + np.arange(capped.size)
     supply = np.concatenate([inst.supply, np.zeros(capped.size)])
-    # Supplies leave from the outflow side, demands arrive at the inflow side.
-    supply[out_id[capped]] = np.maximum(inst.supply[capped], 0)
-    supply[capped] = np.minimum(inst.supply[capped], 0)
+    # The whole supply (either sign) sits on the outflow side, so the split arc carries exactly the
+    # inflow, which the bound caps (the earlier split put demands on the inflow side and widened
+    # the arc by the supply: a capped node with its own supply got the bound Q + |s|).
+    supply[out_id[capped]] = inst.supply[capped]
+    supply[capped] = 0.0
     return Instance(
         n=inst.n + capped.size,
         tail=np.concatenate([out_id[inst.tail], capped]),
         head=np.concatenate([inst.head, out_id[capped]]),
         cost=np.concatenate([inst.cost, np.zeros(capped.size)]),
-        capacity=np.concatenate(
-            [inst.capacity, inst.node_capacity[capped] + np.maximum(inst.supply[capped], 0)]
-        ),
+        capacity=np.concatenate([inst.capacity, inst.node_capacity[capped]]),
         supply=supply,
         node_capacity=np.full(inst.n + capped.size, INF),
     )

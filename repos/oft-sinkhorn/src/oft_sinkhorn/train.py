@@ -90,6 +90,7 @@ def exact_reference(inst: data.Instance) -> dict[str, float]:
         effect["node_bound_effect"] = (optimum - baselines.highs_lp(free).cost) / abs(optimum)
     return (
         {"optimum": optimum, "floor_gap": (floor - optimum) / abs(optimum)}
+        | {"arcs": float(inst.n_arcs)}  # beside N: the instance's size for the exact solvers
         | {"binding_node_bounds": float(binding.sum())}
         | effect
         | {f"{name}_seconds": sol.seconds for name, sol in exact.items()}
@@ -148,8 +149,14 @@ def flow_metrics(inst: data.Instance, flow: np.ndarray, optimum: float) -> dict[
 def evaluate_instance(inst: data.Instance, cfg: Config, reference: dict | None = None) -> dict:
     """Exact reference (computed unless given), then OFT-Sinkhorn's stages measured against it."""
     reference = exact_reference(inst) if reference is None else reference
+    on_gpu = str(cfg.device).startswith("cuda")
+    if on_gpu:  # the full preset's memory figure: peak allocation of the whole schedule
+        torch.cuda.reset_peak_memory_stats(cfg.device)
     stages = solve(inst, cfg)
-    return reference | stage_metrics(inst, stages, cfg.eps, reference["optimum"])
+    metrics = reference | stage_metrics(inst, stages, cfg.eps, reference["optimum"])
+    if on_gpu:
+        metrics["peak_gpu_mib"] = torch.cuda.max_memory_allocated(cfg.device) / 2**20
+    return metrics
 
 
 def stage_table(stages: list[eoft.Stage]) -> list[dict]:
