@@ -109,7 +109,7 @@ METHODS = ("GenRe", "NNR", "Wachter", "DiCE")
 
 
 def test_claims_hold_on_good_numbers_and_controls_fail():
-    claims = compute_claims([_run(s, GOOD) for s in range(3)], "compas", METHODS, 500)
+    claims = compute_claims([_run(s, GOOD, 1000) for s in range(3)], "compas", METHODS, 500)
     assert [c["id"].rsplit("-", 1)[0] for c in claims] == [
         "genre-valid-plausible",
         "genre-matches-exact-q",
@@ -133,3 +133,34 @@ def test_claims_fail_when_genre_falls_short():
     }
     assert not claims["genre-valid-plausible-x"]["holds"]
     assert not claims["genre-best-score-x"]["holds"]
+
+
+def test_claims_carry_structured_tests_and_verdicts():
+    claims = compute_claims([_run(s, GOOD, 1000) for s in range(3)], "compas", METHODS, 500)
+    for c in claims:
+        assert c["verdict"] == "holds" and c["test"]
+        for p in c["test"]:
+            assert p["n"] == 3 and p["interval"][0] <= p["estimate"] <= p["interval"][1]
+        assert c["negative_control"]["verdict"] in ("contradicted", "inconclusive")
+    # the control's stored verdict follows from its own parts (a control that passes is flagged)
+    c = claims[0]["negative_control"]
+    assert c["test"][0]["what"].startswith(CONTROL) and c["verdict"] == "contradicted"
+
+
+def test_no_claim_holds_on_two_seeds():
+    claims = compute_claims([_run(s, GOOD, 1000) for s in range(2)], "compas", METHODS, 500)
+    assert not any(c["holds"] for c in claims)
+    assert {c["verdict"] for c in claims} == {"inconclusive"}
+    assert all(c["seeds_needed"] >= 3 for c in claims)
+
+
+def test_seed_interval_is_over_seeds_not_only_negatives():
+    """Two seeds far apart with tight negatives: the t interval over seeds must be wide."""
+    from genre.claims import seed_interval
+
+    rng = np.random.default_rng(0)
+    diffs = [0.3 + 0.01 * rng.standard_normal(500), -0.1 + 0.01 * rng.standard_normal(500)]
+    diffs.append(0.5 + 0.01 * rng.standard_normal(500))
+    ci = seed_interval(diffs, 300)
+    assert ci["n"] == 3 and ci["lo"] < 0 < ci["hi"]
+    assert abs(ci["mean"] - 0.7 / 3) < 0.01

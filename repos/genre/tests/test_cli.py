@@ -23,7 +23,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
         (["train", "--dataset", "mnist"], "dataset must be one of"),
         (["train", "--dataset", "csv"], "needs --data-path"),
         (["train", "--methods", "NNR", "REVISE"], "methods must include GenRe"),
-        (["bench", "--bench-datasets", "heloc"], "dataset must be one of"),
+        (["bench", "--bench-datasets", "mnist"], "dataset must be one of"),
         (["train", "--variant", "cvae"], "variant must be one of"),
         (["train", "--epochs", "abc"], "--epochs"),
         (["train", "--lof-fit", "test"], "lof_fit must be"),

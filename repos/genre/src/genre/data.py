@@ -229,6 +229,28 @@ def load_default(path: str = "") -> Tabular:
     return from_frame(table, "label", ["student"], ["student"], source=str(path))
 
 
+HELOC_FILE = Path(__file__).resolve().parents[2] / "data" / "heloc" / "heloc.csv"
+HELOC_FEATURES = [
+    "ExternalRiskEstimate", "MSinceOldestTradeOpen", "MSinceMostRecentTradeOpen",
+    "AverageMInFile", "NumSatisfactoryTrades", "NumTrades60Ever2DerogPubRec",
+    "NumTrades90Ever2DerogPubRec", "PercentTradesNeverDelq", "MSinceMostRecentDelq",
+    "NumTotalTrades", "NumTradesOpeninLast12M", "PercentInstallTrades",
+    "MSinceMostRecentInqexcl7days", "NumInqLast6M", "NumInqLast6Mexcl7days",
+    "NetFractionRevolvingBurden", "NetFractionInstallBurden", "NumRevolvingTradesWBalance",
+    "NumInstallTradesWBalance", "NumBank2NatlTradesWHighUtilization", "PercentTradesWBalance",
+]  # fmt: skip
+
+
+def load_heloc(path: str = "") -> Tabular:
+    """FICO HELOC in CARLA's cf-data form (the project's data/heloc/heloc.csv); y = 1 for a
+    good risk performance. As the official data/utils.py: no immutable and no categorical
+    feature (a feature with two values is still kept binary, as for every table)."""
+    path = path or HELOC_FILE
+    df = read_table(path, [*HELOC_FEATURES, "RiskPerformance"], "HELOC (CARLA cf-data format)")
+    table = df[HELOC_FEATURES].assign(label=df.RiskPerformance)
+    return from_frame(table, "label", [], [], source=str(path))
+
+
 def load_csv(path: str, schema_path: str) -> Tabular:
     """A user's own table: CSV plus JSON schema {"label", "immutable", "categorical"}."""
     if not Path(schema_path).is_file():
@@ -266,6 +288,8 @@ def load(dataset: str, data_path: str = "", schema_path: str = "", seed: int = 0
         return load_adult(data_path)
     if dataset == "default":
         return load_default(data_path)
+    if dataset == "heloc":
+        return load_heloc(data_path)
     if dataset == "moons":
         return make_moons_data(2000, seed)
     if dataset == "csv":

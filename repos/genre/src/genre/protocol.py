@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import time
 import warnings
 import zlib
@@ -74,6 +75,11 @@ def fit_world(cfg: Config) -> World:
     x, y0 = tab.x, tab.y
     if cfg.max_rows and len(x) > cfg.max_rows:
         keep = rng.choice(len(x), cfg.max_rows, replace=False)
+        print(
+            f"note: {cfg.dataset}: using a random {cfg.max_rows} of its {len(x)} rows "
+            f"(--max-rows {cfg.max_rows}; 0 keeps every row)",
+            file=sys.stderr,
+        )
         x, y0 = x[keep], y0[keep]
     if len(np.unique(y0)) < 2:
         raise ValueError(f"dataset {cfg.dataset!r} has a single label; need both 0 and 1")
