@@ -48,6 +48,9 @@ def freshness_problems(root: Path, project: str, label: str, commit: str | None)
         return [
             f"{label}: no git_commit (results must name the commit of the code that wrote them)"
         ]
+    if commit.endswith("+dirty"):
+        why = "its src had uncommitted changes when the run started: re-run on committed code"
+        return [f"{label}: git_commit {commit}: {why}"]
     known = is_ancestor(root, commit, "HEAD")
     if known is None:
         shallow = git(root, "rev-parse", "--is-shallow-repository").stdout.strip() == "true"

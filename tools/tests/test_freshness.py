@@ -83,6 +83,13 @@ def test_commit_not_on_this_history_is_flagged(history, capsys):
     assert "is not an ancestor of HEAD" in capsys.readouterr().out
 
 
+def test_results_of_uncommitted_code_are_flagged(history, capsys):
+    tree, code = history
+    write_results(tree, "quick.json", code + "+dirty")
+    assert main(["--root", str(tree), "--paper", "good"]) == 1
+    assert "uncommitted changes when the run started" in capsys.readouterr().out
+
+
 def test_paper_json_is_checked_for_schema_and_freshness(history, capsys):
     tree, code = history
     write_results(tree, "quick.json", code)

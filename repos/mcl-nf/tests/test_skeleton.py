@@ -255,6 +255,26 @@ def test_paired_interval_and_seeds_needed():
     assert d["lo"] == pytest.approx(3.0 - 4.303 * 1.0 / 3**0.5, rel=1e-3)
     p = results.part("x", 0.5, (-1.5, 2.5), 0.0, ">", 4)
     assert results.seeds_needed(p) == 4 * 16  # half width 2 over a gap of 0.5
+    nan = results.part("x", float("nan"), (float("nan"), float("nan")), 0.0, ">", 3)
+    assert results.part_verdict(nan) == "inconclusive"  # a NaN metric decides nothing
+    c = results.claim("c", "s", "p", "o", test=[nan])
+    assert c["verdict"] == "inconclusive" and c["seeds_needed"] == results.SEEDS_NEEDED_CAP + 1
+
+
+def test_git_commit_is_read_once_and_marks_uncommitted_source(monkeypatch):
+    answers = {
+        ("rev-parse", "--short", "HEAD"): "abc1234",
+        ("status", "--porcelain", "--", "."): " M x.py",
+    }
+    calls = []
+    monkeypatch.setattr(results, "_git", lambda *a: calls.append(a) or answers[a])
+    monkeypatch.setattr(results, "_COMMIT_AT_START", [])
+    assert results.git_commit() == "abc1234" + results.DIRTY
+    answers[("rev-parse", "--short", "HEAD")] = "fff0000"  # a commit made during the run
+    assert results.git_commit() == "abc1234" + results.DIRTY and len(calls) == 2
+    monkeypatch.setattr(results, "_COMMIT_AT_START", [])
+    answers[("status", "--porcelain", "--", ".")] = ""
+    assert results.git_commit() == "fff0000"
 
 
 def test_progress_prints_stages_without_a_terminal(capsys):

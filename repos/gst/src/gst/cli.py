@@ -19,7 +19,7 @@ from typing import Any
 
 import tyro
 
-from . import hooks
+from . import hooks, results
 from .config import PRESETS, Config, validate
 from .runtime import check_readable_run, check_writable_dir, resolve_device, results_dir_of
 
@@ -127,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(usage())
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
+    results.git_commit()  # the commit at the start of the run labels its results
     if command not in hooks.COMMANDS:
         print(
             f"error: unknown command {command!r}; expected one of {', '.join(hooks.COMMANDS)}",

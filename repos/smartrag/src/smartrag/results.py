@@ -253,8 +253,8 @@ def seeds_needed(p: dict[str, Any], min_n: int = 3) -> int | None:
         return None
     lo, hi = p["interval"]
     gap = abs(p["estimate"] - p["threshold"])
-    if lo is None or hi is None or gap == 0:
-        return SEEDS_NEEDED_CAP + 1
+    if lo is None or hi is None or not math.isfinite(hi - lo) or not gap > 0:
+        return SEEDS_NEEDED_CAP + 1  # no interval, a non-finite one (a NaN metric), or no gap
     need = math.ceil(p["n"] * ((hi - lo) / 2 / gap) ** 2)
     return min(max(need, p["n"] + 1), SEEDS_NEEDED_CAP + 1)
 
@@ -288,18 +288,37 @@ def claim(
 # --- provenance -------------------------------------------------------------------------------
 
 
-def git_commit() -> str | None:
+DIRTY = "+dirty"  # appended to git_commit when the package's source differed from that commit
+_COMMIT_AT_START: list[str | None] = []
+
+
+def _git(*args: str) -> str | None:
+    """Stdout of a git command run in this package's folder (None outside a git checkout)."""
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
+            ["git", *args],
             check=False,
             capture_output=True,
             text=True,
             timeout=10,
+            cwd=Path(__file__).resolve().parent,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    """The commit the code was at when this process first asked: the CLI asks before any work
+    starts, so a commit made during a long bench does not relabel its results. DIRTY is appended
+    when this package's source had uncommitted changes then; tools/freshness.py reads such a
+    results file as stale (it was not written by committed code)."""
+    if not _COMMIT_AT_START:
+        commit = _git("rev-parse", "--short", "HEAD")
+        if commit and _git("status", "--porcelain", "--", "."):
+            commit += DIRTY
+        _COMMIT_AT_START.append(commit or None)
+    return _COMMIT_AT_START[0]
 
 
 def cpu_description() -> dict[str, Any]:
