@@ -53,21 +53,32 @@ def collect(root: Path, papers: dict) -> tuple[dict[str, dict[str, dict]], list[
     return results, problems
 
 
+# the paper's claims by verdict, then the negative controls ("role": "control"), which must not hold
 VERDICT_ORDER = ("holds", "contradicted", "inconclusive", "not held")
+CONTROL_ORDER = ("controls not holding", "controls holding")
 
 
 def counts_of(data: dict | None) -> dict[str, int]:
-    counts = dict.fromkeys(VERDICT_ORDER, 0)
+    counts = dict.fromkeys(VERDICT_ORDER + CONTROL_ORDER, 0)
     for c in (data or {}).get("claims", []):
-        counts[claim_verdict(c)] += 1
+        v = claim_verdict(c)
+        if c.get("role") == "control":
+            counts[CONTROL_ORDER[v == "holds"]] += 1
+        else:
+            counts[v] += 1
     return counts
 
 
 def verdict_counts(data: dict | None) -> str:
-    """'3 hold, 1 contradicted, 2 inconclusive' ('not held': claims in the older form)."""
+    """'3 hold, 1 contradicted, 2 inconclusive; 2 controls not holding' ('not held': claims in the
+    older form; a control that holds means the benchmark cannot tell the paper's ingredient)."""
     if data is None:
         return "-"
-    words = {"holds": "hold", "not held": "not held (old form)"}
+    words = {
+        "holds": "hold",
+        "not held": "not held (old form)",
+        "controls holding": "controls **holding** (the check cannot fail)",
+    }
     parts = [f"{n} {words.get(v, v)}" for v, n in counts_of(data).items() if n]
     return ", ".join(parts) or "no claims"
 
@@ -89,7 +100,10 @@ def claim_cell(c: dict | None) -> str:
     if c is None:
         return "-"
     v = claim_verdict(c)
-    mark = v if v == "holds" else f"**{v}**"
+    if c.get("role") == "control":  # a negative control must not hold
+        mark = "control **holds**" if v == "holds" else f"control, {v}"
+    else:
+        mark = v if v == "holds" else f"**{v}**"
     if c.get("test"):
         more = f" (+{len(c['test']) - 1} parts)" if len(c["test"]) > 1 else ""
         return f"{mark}: {cell(fmt_part(c['test'][0]))}{more}"
@@ -206,7 +220,7 @@ def summary_table(papers: dict, results: dict[str, dict[str, dict]]) -> list[str
             f"| [{papers[slug]['method']}](#{anchor(papers[slug]['method'], slug)}) "
             f"| {verdict_counts(runs.get('quick'))} | {verdict_counts(runs.get('paper'))} |"
         )
-    grand = {p: dict.fromkeys(VERDICT_ORDER, 0) for p in PRESETS}
+    grand = {p: dict.fromkeys(VERDICT_ORDER + CONTROL_ORDER, 0) for p in PRESETS}
     for runs in results.values():
         for p in PRESETS:
             for v, n in counts_of(runs.get(p)).items():
@@ -232,8 +246,9 @@ def report_markdown(papers: dict, results: dict[str, dict[str, dict]], root: Pat
         "when every interval it rests on lies on the paper's side of its threshold (on >= 3 paired",
         "seeds), is **contradicted** when one lies entirely on the other side, and is",
         "**inconclusive** otherwise; 'seeds needed' estimates the seeds that would decide it.",
-        "**not held** marks claims still in the older boolean form (no interval stored). The prose",
-        "behind each claim is in the paper's README.",
+        "**not held** marks claims still in the older boolean form (no interval stored). Negative",
+        "controls (the same test where the paper's ingredient is missing) are counted apart: each",
+        "must not hold. The prose behind each claim is in the paper's README.",
         "",
         "## Summary",
         "",
@@ -332,7 +347,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = []
     for preset in PRESETS:
         docs = [runs[preset] for runs in results.values() if preset in runs]
-        tally = dict.fromkeys(VERDICT_ORDER, 0)
+        tally = dict.fromkeys(VERDICT_ORDER + CONTROL_ORDER, 0)
         for d in docs:
             for v, n in counts_of(d).items():
                 tally[v] += n

@@ -16,7 +16,8 @@ method, threshold, direction (">" or "<": the side the paper claims), n, unit}; 
 "holds" (every part's interval on the claimed side of its threshold, on >= 3 units), "contradicted"
 (some part's interval entirely on the other side) or "inconclusive". The stored verdict, `holds`
 and `seeds_needed` must follow from the parts. Claims in the older form (no `test`) are read with
-their computed boolean `holds` until every paper has moved.
+their computed boolean `holds` until every paper has moved. A claim with "role": "control" is a
+negative control: it must not hold, and the report counts it apart from the paper's claims.
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ def seeds_needed(p: dict[str, Any]) -> int | None:
         return None
     lo, hi = p["interval"]
     gap = abs(p["estimate"] - p["threshold"])
-    if lo is None or hi is None or gap == 0:
+    if lo is None or hi is None or not math.isfinite(hi - lo) or not gap > 0:
         return SEEDS_NEEDED_CAP + 1
     need = math.ceil(p["n"] * ((hi - lo) / 2 / gap) ** 2)
     return min(max(need, p["n"] + 1), SEEDS_NEEDED_CAP + 1)
@@ -174,6 +175,8 @@ def part_problems(p: Any, where: str) -> list[str]:
 
 def claim_problems(c: dict[str, Any], name: str) -> list[str]:
     """A structured claim whose stored verdict, holds or seeds_needed does not follow."""
+    if c.get("role", "claim") not in ("claim", "control"):
+        return [f"claim {name}: role must be 'claim' or 'control' (a negative control)"]
     test = c.get("test")
     if test is None:
         if "verdict" in c:

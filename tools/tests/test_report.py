@@ -61,6 +61,20 @@ def test_structured_claims_show_verdict_interval_and_seeds(tree):
     )
 
 
+def test_negative_controls_are_counted_apart(tree):
+    results = good_results("good")
+    results["claims"][1]["role"] = "control"  # holds: False, as a control must
+    results["claims"].append({**results["claims"][0], "id": "bad-control", "role": "control"})
+    (tree / "repos" / "good" / "results" / "quick.json").write_text(json.dumps(results))
+    assert main(["--root", str(tree)]) == 0
+    report = (tree / "REPORT.md").read_text()
+    assert "1 hold, 1 controls not holding, 1 controls **holding**" in report
+    assert "| `bad-control` |" in report and "control **holds**" in report
+    results["claims"][1]["role"] = "baseline"
+    (tree / "repos" / "good" / "results" / "quick.json").write_text(json.dumps(results))
+    assert main(["--root", str(tree)]) == 1
+
+
 def test_report_is_idempotent_and_check_detects_staleness(tree):
     assert main(["--root", str(tree)]) == 0
     first = (tree / "README.md").read_text()

@@ -136,7 +136,9 @@ def test_claims_hold_only_when_the_seed_interval_clears_zero_and_the_control_is_
     assert main["verdict"] == "holds" and main["test"][0]["estimate"] == pytest.approx(0.03)
     assert main["test"][0]["threshold"] == 0.0 and main["test"][0]["direction"] == ">"
     assert claims["asr-raises-accuracy"]["verdict"] == "holds"  # tpo_plr == dpo here
-    assert claims[CONTROL_ID]["verdict"] == "contradicted"
+    assert (
+        claims[CONTROL_ID]["verdict"] == "contradicted" and claims[CONTROL_ID]["role"] == "control"
+    )
     assert main["control"]["verdict"] == "contradicted"
     noisy = _per_seed([0.75, 0.66, 0.70], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
     c = {x["id"]: x for x in claims_from(noisy, _items(noisy), 50)}["tpo-accuracy-gt-dpo"]

@@ -187,6 +187,7 @@ def compute_claims(metrics: dict, last: int, signal: str = "image") -> list[dict
                 "best PSNR at step 1 among OL/CL/CML/MOL/MCL methods on all six datasets (Table 1)",
                 s1_text,
                 test=s1,
+                role="control" if control else "claim",
             )
         )
         if not control:
@@ -211,6 +212,7 @@ def compute_claims(metrics: dict, last: int, signal: str = "image") -> list[dict
                 "MCL-NF best at the end of fitting (Table 1, step 4096) against OL, CL, MOL",
                 end_text,
                 test=end,
+                role="control" if control else "claim",
             )
         )
     return out

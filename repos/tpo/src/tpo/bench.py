@@ -177,6 +177,7 @@ def control_claim(per_seed: dict, key: str) -> dict:
         "no paper number: a method that ignores the scores cannot learn the preference",
         f"{CONTROL} - dpo {key}: {_fmt_t(diff)}",
         test=[part_from_paired(f"{CONTROL} - dpo, {key}", diff, THRESHOLD, ">", key)],
+        role="control",
     )
 
 
