@@ -68,3 +68,24 @@ def test_lower_expectile_takes_the_safe_path(monkeypatch, tau, path):
     a = trained_action(monkeypatch, tau)
     assert np.isfinite(a)
     assert (a < -0.5) if path == "safe" else (a > 0.5), a
+
+
+def test_inputs_are_standardised_by_the_stored_statistics():
+    """Actor and critic see symlog((x - mean) / std): scaling the inputs and their statistics
+    together leaves the outputs unchanged, and shifting both does too."""
+    ka, kc = jax.random.split(jax.random.PRNGKey(3))
+    obs = jax.random.normal(ka, (5, 3))
+    act = jax.random.uniform(kc, (5, 2), minval=-1.0, maxval=1.0)
+    mean, std = jnp.array([0.5, -1.0, 2.0]), jnp.array([2.0, 0.5, 3.0])
+    actor = Actor(WIDTHS, 2)
+    base = actor.init(ka, obs)
+    out = actor.apply(with_stats(base, mean, std), obs)
+    scaled = actor.apply(with_stats(base, 10 * mean + 1, 10 * std), 10 * obs + 1)
+    np.testing.assert_allclose(out, scaled, rtol=1e-5, atol=1e-6)
+    critic = Critic(WIDTHS)
+    cp = critic.init(kc, obs, act)
+    jm, js = jnp.concatenate([mean, jnp.zeros(2)]), jnp.concatenate([std, jnp.ones(2)])
+    q = critic.apply(with_stats(cp, jm, js), obs, act)
+    q2 = critic.apply(with_stats(cp, 4 * jm, 4 * js), 4 * obs, 4 * act)
+    np.testing.assert_allclose(q, q2, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(out, actor.apply(with_stats(base, mean, 2 * std), obs))

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from leq import agents, data, maze, train
-from leq.bench import gap_check
+from leq.bench import gap_parts
 from leq.config import validate
+from leq.results import verdict
 
 
 def test_blocked_flags_a_move_into_a_wall_and_not_a_free_one():
@@ -70,13 +71,33 @@ def test_critic_normalises_state_and_action_jointly(tiny):
     assert value_p["params"]["obs_mean"].shape == (4,)
 
 
+def gate(a, b, kind, floor=None):
+    return verdict(gap_parts(a, b, kind, "LEQ", "other", floor))
+
+
 def test_gates_fail_on_noise_and_on_the_negative_control():
-    assert gap_check([90.0, 95.0, 92.0], [0.0, 0.0, 4.0], "beats")[0]
-    assert not gap_check([100.0, 0.0, 0.0], [0.0, 0.0, 0.0], "beats")[0]  # one lucky seed
-    assert not gap_check([0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "beats")[0]  # no signal
-    assert gap_check([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse")[0]
-    assert not gap_check([0.0, 2.0, 0.0], [92.0, 90.0, 90.0], "not-worse")[0]  # a floor fails
-    assert gap_check([90.0], [0.0], "beats")[1] == "one seed: no interval"
+    assert gate([90.0, 95.0, 92.0], [0.0, 0.0, 4.0], "beats") == "holds"
+    assert gate([100.0, 0.0, 0.0], [0.0, 0.0, 0.0], "beats") == "inconclusive"  # one lucky seed
+    assert gate([0.0, 0.0, 0.0], [0.0, 0.0, 0.0], "beats") == "contradicted"  # no gap at all
+    assert gate([25.0, 18.0, 26.0], [0.0, 0.0, 4.0], "beats") == "inconclusive"  # margin 20
+    assert gate([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse") == "holds"
+    assert gate([0.0, 2.0, 0.0], [92.0, 90.0, 90.0], "not-worse") == "contradicted"
+    assert gate([90.0, 95.0], [0.0, 0.0], "beats") == "inconclusive"  # 2 seeds never hold
+    assert gate([90.0], [0.0], "beats") == "inconclusive"  # one seed: no interval
+
+
+def test_non_inferiority_needs_both_methods_above_the_bc_floor():
+    """Both failing together (0 vs 0, or below the BC floor) is not non-inferiority."""
+    assert gate([0.0] * 3, [0.0] * 3, "not-worse") == "holds"  # the bare margin is fooled
+    assert gate([0.0] * 3, [0.0] * 3, "not-worse", floor=[0.0] * 3) == "inconclusive"
+    floor = [60.0, 70.0, 65.0]
+    assert gate([10.0, 5.0, 0.0], [8.0, 6.0, 0.0], "not-worse", floor) == "contradicted"
+    assert gate([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse", floor) == "holds"
+    parts = gap_parts([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse", "LEQ", "IQL", floor)
+    assert [p["what"].split(" success")[0] for p in parts] == [
+        "LEQ - IQL", "LEQ - BC floor", "IQL - BC floor"
+    ]  # fmt: skip
+    assert parts[1]["estimate"] == pytest.approx(77 / 3) == parts[2]["estimate"]
 
 
 def test_oracle_imagines_with_the_true_maze_step(tiny):
@@ -89,3 +110,13 @@ def test_oracle_imagines_with_the_true_maze_step(tiny):
         np.testing.assert_array_equal(got, want)
     with pytest.raises(ValueError, match="needs a maze env"):
         agents.dynamics_fn(hp._replace(env="pendulum"), None)
+
+
+def test_contact_weight_repeats_the_blocked_transitions_in_the_model_fit(tiny, monkeypatch):
+    ds = train.load_data(tiny)
+    flags = train.wall_rows(tiny.env, ds)
+    assert flags.mean() == pytest.approx(data.blocked_fraction(ds, tiny.env)) and flags.any()
+    seen = {}
+    monkeypatch.setattr(train.wmod, "fit", lambda *a, **k: seen.setdefault("repeat", k["repeat"]))
+    train.fit_world_model(dataclasses.replace(tiny, model_contact_weight=5, seed=123), ds)
+    np.testing.assert_array_equal(seen["repeat"], np.where(flags, 5, 1))

@@ -167,3 +167,11 @@ def test_bad_tau_and_horizon_are_clear_errors():
         leq.lambda_returns(jnp.zeros(1), jnp.zeros(0), jnp.ones(1), 0.9, 0.9)
     with pytest.raises(ValueError, match="got 3 rewards, 3 values"):
         leq.lambda_returns(jnp.zeros(3), jnp.zeros(3), jnp.ones(4), 0.9, 0.9)
+
+
+def test_model_loss_weights_discount_and_mask_from_step_zero():
+    """w_t = gamma^t m_t: the first imagined step has weight 1, the step that reaches a terminal
+    still counts, the steps after it do not."""
+    alive = jnp.array([[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])  # terminal at step 1
+    w = leq.model_loss_weights(alive, 0.5)
+    np.testing.assert_allclose(w, [[1.0, 0.5, 0.0], [1.0, 0.5, 0.25]])

@@ -109,3 +109,39 @@ def test_each_method_trains_with_its_own_tau_and_beta():
         "MB-onestep": (0.6, 0.9),
     }
     assert {m: train.tau_beta(cfg, m) for m in expected} == expected
+
+
+def other_sized_dataset(obs_dim: int = 7, act_dim: int = 3, n: int = 600) -> train.Dataset:
+    """Random episodes of 30 steps in a space of other dimensions (like a D4RL AntMaze
+    conversion: 29-D observations, 8-D actions), with a sparse terminal reward."""
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(n, obs_dim)).astype(np.float32)
+    act = rng.uniform(-1, 1, size=(n, act_dim)).astype(np.float32)
+    nxt = obs + 0.1 * np.pad(act, ((0, 0), (0, max(0, obs_dim - act_dim))))[:, :obs_dim]
+    ends = (np.arange(n) % 30) == 29
+    term = (ends & (rng.uniform(size=n) < 0.5)).astype(np.float32)
+    return train.Dataset(obs, act, term - 1.0, nxt, term, (ends & (term == 0)).astype(np.float32))
+
+
+@pytest.mark.parametrize("method", ["LEQ", "IQL"])
+def test_user_minari_dataset_of_other_dimensions_trains_and_eval_says_why_not(
+    tiny, tmp_path, method, capsys
+):
+    """A user's Minari dataset whose dimensions fit no built-in env trains (generic networks,
+    world model and expansion; no termination) and `eval` refuses it in one line."""
+    from leq import data
+
+    data.write_minari(other_sized_dataset(), tmp_path / "minari", "user/other-v0")
+    cfg = dataclasses.replace(
+        tiny, dataset_path=str(tmp_path / "minari"), dataset_id="user/other-v0", method=method
+    )
+    out = tmp_path / method
+    metrics = train_and_evaluate(cfg, out)
+    assert metrics["evaluated"] == 0.0 and "success_rate" not in metrics
+    assert all(math.isfinite(v) for v in metrics.values())
+    if method == "LEQ":
+        assert metrics["model_holdout_err"] > 0 and "bc_success_rate" not in metrics
+    with pytest.raises(ValueError, match=r"7-D observations and 3-D actions.*no environment"):
+        evaluate(cfg, out)
+    assert main(["eval", "--out", str(out)]) == 2
+    assert "no environment here to evaluate it in" in capsys.readouterr().err

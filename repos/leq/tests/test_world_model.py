@@ -34,3 +34,32 @@ def test_world_model_fits_linear_system():
         np.abs(np.asarray(rew) - (np.asarray(test_s[:, 0]) - np.asarray(test_a[:, 1]))).mean()
         < 0.15
     )
+
+
+def test_world_model_never_trains_on_its_held_out_rows(monkeypatch):
+    """The held-out rows that pick the elites (and give the diagnostics' held-out error) are
+    disjoint from the rows the ensemble is fitted on."""
+    hold, train = world_model.holdout_split(500, seed=3)
+    assert len(hold) == 50 and not set(hold) & set(train) and len(hold) + len(train) == 500
+    seen = {}
+    real = world_model._train_chunk
+
+    def spy(*args):
+        init, run, holdout_mse = real(*args)
+
+        def run_spy(p, o, xt, yt, size, k):
+            seen["rows"] = np.asarray(xt)[: int(size)]
+            return run(p, o, xt, yt, size, k)
+
+        return init, run_spy, holdout_mse
+
+    monkeypatch.setattr(world_model, "_train_chunk", spy)
+    rng = np.random.default_rng(0)
+    s = rng.normal(size=(500, 2)).astype(np.float32)
+    a = rng.uniform(-1, 1, size=(500, 1)).astype(np.float32)
+    ds = Dataset(s, a, s[:, 0], s + 0.1 * a, np.zeros(500, np.float32), np.zeros(500, np.float32))
+    wm = world_model.fit(ds, members=1, elites=1, widths=(4,), steps=100, lr=1e-3, seed=3)
+    x = (np.concatenate([s, a], 1) - np.asarray(wm.in_mean)) / np.asarray(wm.in_std)
+    rows = {tuple(np.round(r, 4)) for r in seen["rows"]}
+    assert not any(tuple(np.round(r, 4)) in rows for r in x[hold])
+    assert len(seen["rows"]) == len(train)

@@ -126,8 +126,7 @@ def update(
         ret = jax.vmap(lambda r: leq.targets(r, hp.gamma, hp.lam, hp.target))(ro)
         grads = None
     ret = jax.lax.stop_gradient(ret)
-    t = jnp.arange(hp.horizon)
-    loss_w = ro.alive[:, :-1] * hp.gamma**t  # (B, H)
+    loss_w = leq.model_loss_weights(ro.alive, hp.gamma)  # (B, H)
     s_m, a_m = ro.states[:, :-1], jnp.clip(ro.actions[:, :-1], -1.0, 1.0)
     y_data = b["rewards"] + hp.gamma * (1.0 - b["terminals"]) * q_fn(
         b["next_observations"], policy(b["next_observations"])

@@ -44,7 +44,8 @@ class Config(RunConfig):
     dataset: str = "diverse"
     """Maze behaviour data: play or diverse (pendulum always uses medium-replay)."""
     dataset_path: str = ""
-    """Local Minari dataset folder (MINARI_DATASETS_PATH root) to train on instead of generated data."""
+    """Local Minari dataset folder (MINARI_DATASETS_PATH root) to train on instead of generated
+    data; data of other dimensions than --env's (e.g. D4RL AntMaze) trains but is not evaluated."""
     dataset_id: str = ""
     """Minari dataset id inside --dataset-path, e.g. pointmaze/umaze-diverse-v0."""
     n_transitions: Annotated[int, Ge(1)] = 100_000
@@ -104,6 +105,9 @@ class Config(RunConfig):
     """Expansions kept in the model buffer (paper: 5)."""
     policy_std: Annotated[float, Ge(0)] = 1.0
     """Std of the expansion policy's Gaussian noise, added before the tanh (official: 1.0)."""
+    model_contact_weight: Annotated[int, Ge(1)] = 1
+    """World-model fit: each transition that runs into a wall (JAX maze) or ends touching one
+    (PointMaze) is repeated this many times in the training rows (1: uniform, the paper)."""
     explore_prob: Annotated[float, Interval(ge=0, le=1)] = 0.05
     """Maze data: per-step probability of starting a random-action segment (0: pure controller)."""
     explore_len: Annotated[int, Ge(1)] = 10

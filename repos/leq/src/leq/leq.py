@@ -170,6 +170,13 @@ def action_gradients_recursive(
     return jnp.concatenate([g, g_h[None]]), ret, ro
 
 
+def model_loss_weights(alive: jnp.ndarray, gamma: float) -> jnp.ndarray:
+    """w_t = gamma^t m_t for t = 0..H-1 (the critic's model-loss weights): alive (..., H+1)
+    holds m_t = prod_{k<t} (1 - term_k), so the step that reaches a terminal still counts."""
+    horizon = alive.shape[-1] - 1
+    return alive[..., :-1] * gamma ** jnp.arange(horizon)
+
+
 def critic_loss(
     q_data, target_data, q_model, target_model, loss_w, q_ema_data, q_ema_model, tau, beta
 ):

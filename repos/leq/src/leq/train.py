@@ -105,18 +105,52 @@ def publish(staged: Path, final: Path) -> bool:
 
 def fit_world_model(cfg: Config, ds: Dataset) -> wmod.WorldModel:
     key = ("wm", cfg.env, cfg.dataset, cfg.dataset_path, cfg.dataset_id, cfg.n_transitions, cfg.episode_len, cfg.seed, cfg.explore_prob, cfg.explore_len,
-           cfg.model_members, cfg.model_elites, cfg.model_hidden, cfg.model_layers, cfg.model_steps, cfg.model_lr)  # fmt: skip
+           cfg.model_members, cfg.model_elites, cfg.model_hidden, cfg.model_layers, cfg.model_steps, cfg.model_lr, cfg.model_contact_weight)  # fmt: skip
     widths = (cfg.model_hidden,) * cfg.model_layers
+    repeat = None
+    if cfg.model_contact_weight > 1 and task_of(cfg, *ds.observations.shape[1:], *ds.actions.shape[1:]) != OFFLINE:  # fmt: skip
+        repeat = np.where(wall_rows(cfg.env, ds), cfg.model_contact_weight, 1)
     return _cached(
         key,
-        lambda: wmod.fit(ds, cfg.model_members, cfg.model_elites, widths, cfg.model_steps, cfg.model_lr, cfg.seed, capacity=capacity(cfg, ds)),
+        lambda: wmod.fit(ds, cfg.model_members, cfg.model_elites, widths, cfg.model_steps, cfg.model_lr, cfg.seed, capacity=capacity(cfg, ds), repeat=repeat),
     )  # fmt: skip
+
+
+def wall_rows(env: str, ds: Dataset) -> np.ndarray:
+    """(n,) bool: the transitions a wall shapes: moves the JAX maze blocks, or PointMaze
+    transitions that end touching a wall; none for Pendulum."""
+    if env in POINTMAZE:
+        return pointmaze.wall_contact(pointmaze.layout(env), ds.next_observations[:, :2])
+    if env in maze.LAYOUTS:
+        walls = maze.make_maze(env).walls
+        return (
+            np.asarray(maze.blocked(walls, jnp.asarray(ds.observations), jnp.asarray(ds.actions)))
+            > 0
+        )
+    return np.zeros(len(ds.rewards), bool)
 
 
 def capacity(cfg: Config, ds: Dataset) -> int:
     """Rows every seed's device arrays are padded to: a generated dataset never holds more than
     n_transitions, so all seeds share one set of shapes (and one compilation per function)."""
     return max(len(ds.rewards), cfg.n_transitions)
+
+
+OFFLINE = "offline"  # the task name of a run whose data fits no built-in env: no evaluation
+
+
+def env_dims(env: str) -> tuple[int, int]:
+    """(observation dim, action dim) of a built-in task."""
+    if env == "pendulum":
+        return 3, 1
+    return (pointmaze.OBS_DIM, 2) if env in POINTMAZE else (4, 2)
+
+
+def task_of(cfg: Config, obs_dim: int, act_dim: int) -> str:
+    """cfg.env when the data's dimensions are the env's; OFFLINE for a user's dataset of other
+    dimensions (e.g. a D4RL AntMaze conversion: 29-D observations, 8-D actions), which trains
+    with no termination (the goal test needs the env's coordinates) and is not evaluated."""
+    return cfg.env if (obs_dim, act_dim) == env_dims(cfg.env) else OFFLINE
 
 
 def as_arrays(cfg: Config, ds: Dataset) -> dict:
@@ -147,7 +181,7 @@ def make_hp(cfg: Config, which: str, obs_dim: int, act_dim: int) -> agents.HP:
     return agents.HP(
         target, actor_obj, dynamics, cfg.actor_grad, cfg.gamma, cfg.lam, cfg.horizon, cfg.ema, cfg.actor_lr,
         cfg.critic_lr, cfg.steps, cfg.batch, (cfg.hidden,) * cfg.layers,
-        (cfg.model_hidden,) * cfg.model_layers, obs_dim, act_dim, cfg.env,
+        (cfg.model_hidden,) * cfg.model_layers, obs_dim, act_dim, task_of(cfg, obs_dim, act_dim),
     )  # fmt: skip
 
 
@@ -167,11 +201,11 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
     tau, beta = (jnp.float32(v) for v in tau_beta(cfg, which))
     k_init, k_bc, key = jax.random.split(key, 3)
     actor_p, critic_p, _ = init_params(cfg, ds, k_init)
-    diag = diagnostics.model_errors(wm, hp.model_widths, ds, cfg.env, cfg.seed)
+    diag = diagnostics.model_errors(wm, hp.model_widths, ds, hp.env, cfg.seed)
     if cfg.bc_steps:
         bc = agents.bc_fn(hp.widths, hp.act_dim, cfg.batch, cfg.bc_steps, cfg.critic_lr)
         actor_p = bc(actor_p, d, k_bc)
-        # the floor: the BC-initialised actor before any LEQ update (a negative control)
+    if cfg.bc_steps and hp.env != OFFLINE:  # the floor: the BC actor before any LEQ update
         diag["bc_" + main_metric(cfg)] = evaluate_actor(cfg, actor_p, hp.act_dim, k_bc)[main_metric(cfg)]  # fmt: skip
     state = agents.init_state(hp, key, actor_p, critic_p)
     expand = agents.expansion_fn(hp, cfg.rollout_states, cfg.rollout_len, cfg.policy_std)
@@ -189,7 +223,7 @@ def train_model_based(cfg: Config, which: str, ds: Dataset, key) -> dict:
             state, info = run(state, wm, d, model_obs, count, ku, tau, beta)
             bar.update(length)
             bar.set_postfix({k: f"{float(v):.3g}" for k, v in info.items()})
-    if cfg.env in maze.LAYOUTS or cfg.env in POINTMAZE:
+    if hp.env in maze.LAYOUTS or hp.env in POINTMAZE:
         diag.update(diagnostics.imagination_stats(cfg, wm, state.actor, hp.act_dim, ke))
     return {"actor": state.actor, "critic": state.critic, "info": info, "diagnostics": diag}
 
@@ -265,9 +299,12 @@ def train_and_evaluate(
     atomic_write_json(workdir / "config.json", {**dataclasses.asdict(cfg), "method": which})
     which = base
     ds = load_data(cfg)
-    dim = pointmaze.OBS_DIM if cfg.env in POINTMAZE else 4
-    if not cfg.dataset_path and cfg.env != "pendulum" and ds.observations.shape[1] != dim:
-        raise ValueError(f"{cfg.env} data must have {dim}-D observations")
+    obs_dim, act_dim = ds.observations.shape[1], ds.actions.shape[1]
+    task = task_of(cfg, obs_dim, act_dim)
+    if task == OFFLINE and not cfg.dataset_path:
+        raise ValueError(f"{cfg.env} data must have {env_dims(cfg.env)} (obs, action) dims")
+    if task == OFFLINE and which == "LEQ-oracle":
+        raise ValueError(f"LEQ-oracle needs {cfg.env}'s own data, got {obs_dim}-D observations")
     key = jax.random.PRNGKey(cfg.seed)
     k_train, k_eval = jax.random.split(key)
     out = (
@@ -275,7 +312,10 @@ def train_and_evaluate(
         if which == "IQL"
         else train_model_based(cfg, which, ds, k_train)
     )
-    metrics = evaluate_actor(cfg, out["actor"], ds.actions.shape[1], k_eval)
+    if task == OFFLINE:  # no env of these dimensions to run the policy in
+        metrics = {"evaluated": 0.0}
+    else:
+        metrics = evaluate_actor(cfg, out["actor"], ds.actions.shape[1], k_eval)
     metrics.update({f"final_{k}": float(v) for k, v in out["info"].items()})
     metrics.update(out.get("diagnostics", {}))
     metrics["dataset_transitions"] = float(len(ds.rewards))
@@ -320,6 +360,13 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float | str]:
     run's own config.json decides everything; `cfg` (the command line's) is not used."""
     run, actor = load_run(workdir)
     act_dim = int(actor["params"]["MLP_0"][f"Dense_{run.layers}"]["bias"].shape[0])
+    obs_dim = int(actor["params"]["obs_mean"].shape[0])
+    if task_of(run, obs_dim, act_dim) == OFFLINE:
+        raise ValueError(
+            f"{Path(workdir) / 'checkpoint.msgpack'}: the actor was trained on {obs_dim}-D "
+            f"observations and {act_dim}-D actions ({run.dataset_path} {run.dataset_id}), but "
+            f"{run.env} has {env_dims(run.env)}: no environment here to evaluate it in"
+        )
     k_eval = jax.random.split(jax.random.PRNGKey(run.seed))[1]
     metrics = evaluate_actor(run, actor, act_dim, k_eval)
     return {"method": run.method, "env": run.env, "seed": run.seed, **metrics}

@@ -86,15 +86,19 @@ def fit(
     seed: int,
     batch: int = 256,
     capacity: int = 0,
+    repeat: np.ndarray | None = None,
 ) -> WorldModel:
     """Fit the ensemble to normalised (s, a) -> (s' - s, r); elites = lowest held-out MSE.
 
     The training rows are zero-padded to `capacity` (never sampled) so that datasets of
-    different lengths share one compiled training loop.
+    different lengths share one compiled training loop. `repeat` (n,) >= 1 repeats training
+    rows (e.g. wall contacts) that many times; the held-out rows are never repeated or seen.
     """
     x = np.concatenate([ds.observations, ds.actions], axis=1)
     y = np.concatenate([ds.next_observations - ds.observations, ds.rewards[:, None]], axis=1)
     hold, train = holdout_split(len(x), seed)
+    if repeat is not None:
+        train = np.repeat(train, np.asarray(repeat, int)[train])
     in_mean, in_std = x[train].mean(0), x[train].std(0) + 1e-6
     out_mean, out_std = y[train].mean(0), y[train].std(0) + 1e-6
     xn, yn = (x - in_mean) / in_std, (y - out_mean) / out_std
@@ -151,7 +155,7 @@ def mean_next_state(widths, wm: WorldModel, obs, act) -> jnp.ndarray:
 
 def terminal_fn_for(env: str):
     """Known termination: the maze goal test, or never (Pendulum)."""
-    if env == "pendulum":
+    if env in ("pendulum", "offline"):  # offline: a user's dataset that fits no built-in env
         return lambda obs: jnp.zeros(obs.shape[:-1])
     if env in pm.ENVS:  # PointMaze: position within 0.45 of the observed goal
         return pm.terminal_fn
