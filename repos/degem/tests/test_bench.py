@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
 
 from degem.bench import GRAPHS, _ablation_seeds, compute_claims, run_bench
 from degem.config import PRESETS
@@ -17,7 +18,7 @@ METHODS = (
     "DeGEM@val",
     "DeGEM@test",
     "DeGEM[untrained]",
-    "DeGEM[official]",
+    "DeGEM[joint-head]",
     "GNNSafe",
     "Energy",
     "Oracle",
@@ -57,7 +58,7 @@ def by_id(metrics):
 def test_claims_hold_on_the_papers_pattern_and_their_controls_fail():
     claims = by_id(fake_metrics(**GOOD))
     assert all(c["holds"] for c in claims.values())
-    assert not any(c["negative_control"]["holds"] for c in claims.values())
+    assert not any(c["negative_control"]["verdict"] == "holds" for c in claims.values())
     assert all(c["paper"] and "CI" in c["ours"] for c in claims.values())
 
 
@@ -78,8 +79,50 @@ def test_stability_claim_needs_degem_above_chance():
     claims = by_id(fake_metrics(**at_chance))
     assert not claims["degem-stable-on-heterophily"]["holds"]
     assert claims["gnnsafe-drops-on-heterophily"]["holds"]  # the other claims are unaffected
-    just = {**GOOD, "DeGEM": {"homophilic": [60, 60, 60], "heterophilic": [58, 57, 56]}}
-    assert by_id(fake_metrics(**just))["degem-stable-on-heterophily"]["holds"]
+    just = {**GOOD, "DeGEM": {"homophilic": [64, 65, 66], "heterophilic": [63, 64, 63]}}
+    assert by_id(fake_metrics(**just))["degem-stable-on-heterophily"]["verdict"] == "holds"
+    # the same drops from a homophilic average whose interval reaches 60: not decided
+    low = {**GOOD, "DeGEM": {"homophilic": [61, 62, 63], "heterophilic": [60, 61, 60]}}
+    c = by_id(fake_metrics(**low))["degem-stable-on-heterophily"]
+    assert c["verdict"] == "inconclusive" and c["seeds_needed"] > 3
+    # the floor is read on the homophilic graph: 63 there, 59 on the heterophilic one, 4 lost
+    floor = {**GOOD, "DeGEM": {"homophilic": [62, 63, 64], "heterophilic": [58, 59, 60]}}
+    assert by_id(fake_metrics(**floor))["degem-stable-on-heterophily"]["verdict"] == "holds"
+
+
+def test_claims_carry_structured_parts_and_a_three_way_verdict():
+    from degem.results import verdict
+
+    claims = by_id(fake_metrics(**GOOD))
+    for c in claims.values():
+        assert c["verdict"] == "holds" and c["verdict"] == verdict(c["test"])
+        for p in c["test"]:
+            assert p["n"] == 3 and p["direction"] in "<>" and p["interval"][0] < p["interval"][1]
+        ctl = c["negative_control"]
+        assert ctl["verdict"] != "holds" and ctl["verdict"] == verdict(ctl["test"])
+    # the thresholds are the paper's statement: a 15-point drop, 0, 5 and 60 points, 10 points
+    thresholds = {cid: [p["threshold"] for p in c["test"]] for cid, c in claims.items()}
+    assert thresholds == {
+        "gnnsafe-drops-on-heterophily": [15.0],
+        "propagation-hurts-on-heterophily": [0.0],
+        "degem-stable-on-heterophily": [5.0, 60.0],
+        "degem-beats-gnnsafe-heterophilic": [10.0],
+    }
+    # GNNSafe gaining on heterophily contradicts claim 1; a wide interval leaves it undecided
+    up = {**GOOD, "GNNSafe": {"homophilic": [60, 61, 59], "heterophilic": [80, 81, 79]}}
+    assert by_id(fake_metrics(**up))["gnnsafe-drops-on-heterophily"]["verdict"] == "contradicted"
+    wide = {**GOOD, "GNNSafe": {"homophilic": [90, 91, 89], "heterophilic": [40, 88, 70]}}
+    c = by_id(fake_metrics(**wide))["gnnsafe-drops-on-heterophily"]
+    assert c["verdict"] == "inconclusive" and c["seeds_needed"] > 3
+
+
+def test_no_claim_holds_on_two_seeds():
+    two = {k: {g: v[:2] for g, v in d.items()} for k, d in GOOD.items()}
+    metrics = fake_metrics(**two)
+    for m in metrics.values():
+        for v in m.values():
+            v["values"] = v["values"][:2]
+    assert not any(c["verdict"] == "holds" for c in compute_claims(metrics))
 
 
 def test_margin_claim_needs_ten_points_and_a_positive_interval():
@@ -96,27 +139,28 @@ def test_margin_claim_needs_ten_points_and_a_positive_interval():
 def test_selection_rules_are_reported_beside_the_claim():
     m = {**GOOD, "DeGEM@test": GOOD["DeGEM"]}
     sel = by_id(fake_metrics(**m))["degem-beats-gnnsafe-heterophilic"]["by_selection"]
-    assert sel["DeGEM@test"]["holds"] and not sel["DeGEM@val"]["holds"]
+    assert sel["DeGEM@test"]["verdict"] == "holds" and sel["DeGEM@val"]["verdict"] != "holds"
 
 
-def test_degem_claims_are_repeated_on_the_official_head():
+def test_degem_claims_are_repeated_on_the_projects_joint_head():
     beats, stable = "degem-beats-gnnsafe-heterophilic", "degem-stable-on-heterophily"
-    good = by_id(fake_metrics(**{**GOOD, "DeGEM[official]": GOOD["DeGEM"]}))
-    assert good[beats]["by_variant"]["DeGEM[official]"]["holds"]
-    assert good[stable]["by_variant"]["DeGEM[official]"]["holds"]
-    at_chance = by_id(fake_metrics(**GOOD))  # the official head at chance fails both
-    assert not at_chance[beats]["by_variant"]["DeGEM[official]"]["holds"]
-    assert not at_chance[stable]["by_variant"]["DeGEM[official]"]["holds"]
+    joint = "DeGEM[joint-head]"
+    good = by_id(fake_metrics(**{**GOOD, joint: GOOD["DeGEM"]}))
+    assert good[beats]["by_variant"][joint]["verdict"] == "holds"
+    assert good[stable]["by_variant"][joint]["verdict"] == "holds"
+    at_chance = by_id(fake_metrics(**GOOD))  # the joint head at chance fails both
+    assert at_chance[beats]["by_variant"][joint]["verdict"] == "contradicted"
+    assert at_chance[stable]["by_variant"][joint]["verdict"] == "contradicted"
     per_shift = good["propagation-hurts-on-heterophily"]["reported"]["GNNSafe - Energy per shift"]
     assert set(per_shift["heterophilic"]) == {"structure", "feature", "label"}
 
 
-def test_official_head_runs_on_every_seed_other_ablations_on_fewer():
+def test_joint_head_runs_on_every_seed_other_ablations_on_fewer():
     quick, paper = PRESETS["quick"], PRESETS["paper"]
-    assert _ablation_seeds(quick, "official") == quick.seeds
+    assert _ablation_seeds(quick, "joint-head") == quick.seeds
     assert _ablation_seeds(quick, "rho=0") == quick.seeds[:1]
     assert _ablation_seeds(paper, "rho=0") == paper.seeds[:2]
-    assert _ablation_seeds(paper, "official-512") == paper.seeds[:1]
+    assert _ablation_seeds(paper, "hidden=512") == paper.seeds[:1]
 
 
 @pytest.mark.slow
@@ -141,8 +185,8 @@ def test_paper_preset_runs_at_tiny_size(tmp_path, monkeypatch):
     (mode 'paper') and paper-*.png with the quick preset's claim ids."""
     from degem import config
 
-    short = {**config.ABLATIONS["official-512"], "epochs": 2}  # keeps width 512
-    monkeypatch.setitem(config.ABLATIONS, "official-512", short)
+    short = {**config.ABLATIONS["hidden=512"], "epochs": 2}  # keeps width 512
+    monkeypatch.setitem(config.ABLATIONS, "hidden=512", short)
     shrink = {"n_nodes": 200, "feat_dim": 16, "hidden": 32, "energy_hidden": 16, "epochs": 3}
     cfg = dataclasses.replace(
         config.PRESETS["paper"],
@@ -159,8 +203,8 @@ def test_paper_preset_runs_at_tiny_size(tmp_path, monkeypatch):
         assert (res / "figures" / f"paper-{fig}.png").exists(), fig
     assert [c["id"] for c in doc["claims"]] == CLAIM_IDS
     assert len(doc["metrics"]["DeGEM[rho=0]"]["homophilic/avg_auroc"]["values"]) == 2
-    assert len(doc["metrics"]["DeGEM[official-512]"]["homophilic/avg_auroc"]["values"]) == 1
-    assert len(doc["metrics"]["DeGEM[official]"]["homophilic/avg_auroc"]["values"]) == 2
+    assert len(doc["metrics"]["DeGEM[hidden=512]"]["homophilic/avg_auroc"]["values"]) == 1
+    assert len(doc["metrics"]["DeGEM[joint-head]"]["homophilic/avg_auroc"]["values"]) == 2
     assert config.PRESETS["paper"].epochs == 200 and len(config.PRESETS["paper"].seeds) == 5
 
 
@@ -177,3 +221,77 @@ def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monke
     assert not (tmp_path / "results").exists()
     numerics = doc["environment"]["numerics"]  # the CPU code path the numbers came from
     assert numerics["ATEN_CPU_CAPABILITY"] == os.environ.get("ATEN_CPU_CAPABILITY")
+
+
+def write_geom_gcn_from(g, folder):
+    """A generated graph written in the geom-gcn raw format (features as 0/1 after a threshold)."""
+    folder.mkdir(parents=True)
+    rows = ["node_id\tfeature\tlabel"]
+    for i in range(g.n):
+        feats = ",".join(str(int(v > 0)) for v in g.x[i].tolist())
+        rows.append(f"{i}\t{feats}\t{int(g.y[i])}")
+    (folder / "out1_node_feature_label.txt").write_text("\n".join(rows) + "\n")
+    edges = "".join(f"{a}\t{b}\n" for a, b in g.edge_index.t().tolist())
+    (folder / "out1_graph_edges.txt").write_text("node_id\tnode_id\n" + edges)
+
+
+@pytest.mark.slow
+def test_bench_runs_on_graph_files_with_the_official_label_protocol(tiny, tmp_path):
+    from degem import data
+
+    files = []
+    for name, h in (("hom", 0.8), ("het", 0.2)):
+        g = data.csbm(150, 5, 12, 2.5, 8.0, h, "random", seed=1)
+        write_geom_gcn_from(g, tmp_path / name)
+        files.append(str(tmp_path / name))
+    cfg = dataclasses.replace(
+        tiny, bench_graphs=tuple(files), seeds=(0, 1), ablations=(), epochs=2, mcmc_steps=2,
+        ood_classes=(0,), ignore_classes=(1,),
+    )  # fmt: skip
+    doc = run_bench(cfg)
+    assert [c["id"] for c in doc["claims"]] == CLAIM_IDS and "Oracle" not in doc["metrics"]
+    assert doc["graphs"]["heterophilic"] == {
+        "graph_file": files[1], "ood_classes": [0], "ignore_classes": [1],
+    }  # fmt: skip
+    ctl = doc["claims"][0]["negative_control"]
+    assert "DeGEM[untrained]" in ctl["what"] and ctl["test"][0]["n"] == 2
+    hom = doc["metrics"]["graph"]["homophilic/edge_homophily"]["mean"]
+    het = doc["metrics"]["graph"]["heterophilic/edge_homophily"]["mean"]
+    assert hom > 0.6 and het < 0.4
+    with pytest.raises(ValueError, match="2 or 3 graphs"):
+        run_bench(dataclasses.replace(cfg, bench_graphs=(files[0],)))
+
+
+def test_real_preset_names_the_bundled_graphs():
+    from degem import bench, data
+
+    cfg = PRESETS["real"]
+    assert cfg.bench_graphs == ("cora", "actor", "cornell")
+    # the bundled graphs get the official protocol: ID above t, test OOD below t, t left out
+    assert bench.label_protocol("cora", cfg) == {"ood_classes": (0, 1, 2), "ignore_classes": (3,)}
+    assert bench.label_protocol("actor", cfg) == {"ood_classes": (0,), "ignore_classes": (1,)}
+    roles = bench.bench_graphs(cfg)
+    assert list(roles) == ["homophilic", "heterophilic", "heterophilic-cornell"]
+    assert roles["heterophilic"]["graph_file"].endswith("film")
+    for name in PRESETS["real"].bench_graphs:
+        assert Path(bench.graph_path(name)).exists(), name
+    g = data.load_graph(bench.graph_path("cornell"))
+    assert g.n == 183 and g.x.shape[1] == 1703 and int(g.y.max()) == 4
+    assert torch.allclose(g.x.sum(1), torch.ones(g.n))  # NormalizeFeatures
+
+
+@pytest.mark.slow
+def test_full_preset_bench_runs_on_the_papers_graphs_on_cpu(tmp_path):
+    """`bench --preset full` (Cora, Actor, Cornell; width 512 in the preset) end to end on the
+    CPU, shrunk in epochs, width and seeds only."""
+    cfg = dataclasses.replace(
+        PRESETS["full"], device="cpu", seeds=(0,), epochs=1, hidden=8, energy_hidden=8,
+        gcn_hidden=8, mcmc_steps=1, ablations=(), out=str(tmp_path / "runs"),
+        results_dir=str(tmp_path / "results"), quiet=True,
+    )  # fmt: skip
+    doc = run_bench(cfg)
+    assert doc["mode"] == "full" and [c["id"] for c in doc["claims"]] == CLAIM_IDS
+    assert set(doc["graphs"]) == {"homophilic", "heterophilic", "heterophilic-cornell"}
+    assert doc["metrics"]["graph"]["homophilic/edge_homophily"]["mean"] > 0.7  # Cora
+    assert doc["metrics"]["graph"]["heterophilic/edge_homophily"]["mean"] < 0.3  # Actor
+    assert (tmp_path / "results" / "full.json").exists()

@@ -151,3 +151,99 @@ def test_class_means_are_the_generators_and_the_oracle_matches_a_loop():
             for c in (0, 2)
         ]
         assert float(score[i]) == pytest.approx(float(np.logaddexp(*terms)), rel=1e-5)
+
+
+def write_geom_gcn(folder, index_features: bool = False):
+    """A 6-node graph in the geom-gcn raw format; features dense 0/1 or (Actor) column indices."""
+    folder.mkdir(parents=True, exist_ok=True)
+    feats = [[1, 0, 0, 1], [0, 1, 0, 0], [0, 0, 1, 0], [1, 1, 0, 0], [0, 0, 0, 1], [0, 1, 1, 1]]
+    labels = [0, 1, 2, 0, 1, 2]
+    order = [3, 0, 5, 1, 4, 2]  # node lines need not be sorted
+    head = (
+        "node_id\tfeature(feature_amount:4)\tlabel" if index_features else "node_id\tfeature\tlabel"
+    )
+    lines = [head]
+    for i in order:
+        f = [str(j) for j, v in enumerate(feats[i]) if v] if index_features else map(str, feats[i])
+        lines.append(f"{i}\t{','.join(f)}\t{labels[i]}")
+    (folder / data.GEOM_GCN_NODES).write_text("\n".join(lines) + "\n")
+    edges = [(0, 1), (1, 2), (2, 2), (3, 4), (4, 3), (5, 0)]  # a self-loop and a duplicate pair
+    (folder / data.GEOM_GCN_EDGES).write_text(
+        "node_id\tnode_id\n" + "".join(f"{a}\t{b}\n" for a, b in edges)
+    )
+    return torch.tensor(feats, dtype=torch.float32), torch.tensor(labels)
+
+
+@pytest.mark.parametrize("index_features", [False, True])
+def test_geom_gcn_loader_reads_both_feature_layouts(tmp_path, index_features):
+    x, y = write_geom_gcn(tmp_path / "g", index_features)
+    g = data.load_graph(tmp_path / "g", normalize=False)
+    assert torch.equal(g.x, x) and torch.equal(g.y, y)
+    pairs = set(map(tuple, g.edge_index.t().tolist()))
+    assert pairs == {(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3), (5, 0), (0, 5)}
+    same = data.load_graph(tmp_path / "g" / data.GEOM_GCN_NODES, normalize=False)
+    assert torch.equal(same.edge_index, g.edge_index)
+    normed = data.load_graph(tmp_path / "g")  # NormalizeFeatures: rows sum to 1
+    assert torch.allclose(normed.x, x / x.sum(1, keepdim=True))
+
+
+def test_geom_gcn_loader_rejects_bad_files_naming_them(tmp_path):
+    write_geom_gcn(tmp_path / "g")
+    nodes = tmp_path / "g" / data.GEOM_GCN_NODES
+    nodes.write_text("node_id\tfeature\tlabel\n0\t1,0\n")
+    with pytest.raises(ValueError, match="out1_node_feature_label.txt: expected lines"):
+        data.load_graph(tmp_path / "g")
+    (tmp_path / "h").mkdir()
+    with pytest.raises(ValueError, match="neither a geom-gcn nor a Planetoid"):
+        data.load_graph(tmp_path / "h")
+
+
+def write_planetoid(folder, prefix: str = "toy"):
+    """A 530-node ring in the Planetoid raw format (pickled scipy / numpy objects, as published;
+    PyG's reader wants 500 validation nodes after the labelled ones)."""
+    import pickle
+
+    import scipy.sparse as sp
+
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    n, d, c = 530, 5, 3
+    feats = (rng.random((n, d)) < 0.5).astype(np.float32)
+    feats[:, 0] = 1.0
+    labels = np.arange(n) % c
+    onehot = np.eye(c)[labels]
+    test = [528, 525, 529, 527, 526]  # tx rows are listed in test.index order, not sorted
+    graph = {i: [(i + 1) % n] for i in range(n)}
+    graph[3].append(3)  # a self-loop, dropped
+    parts = {
+        "x": sp.csr_matrix(feats[:20]), "allx": sp.csr_matrix(feats[:525]),
+        "tx": sp.csr_matrix(feats[test]), "y": onehot[:20], "ally": onehot[:525],
+        "ty": onehot[test], "graph": graph,
+    }  # fmt: skip
+    for k, v in parts.items():
+        with open(folder / f"ind.{prefix}.{k}", "wb") as f:
+            pickle.dump(v, f)
+    (folder / f"ind.{prefix}.test.index").write_text("".join(f"{i}\n" for i in test))
+    return torch.as_tensor(feats), torch.as_tensor(labels)
+
+
+def test_planetoid_loader_reads_the_raw_files_by_file_or_folder(tmp_path):
+    x, y = write_planetoid(tmp_path / "p")
+    g = data.load_graph(tmp_path / "p" / "ind.toy.x", normalize=False)
+    assert torch.equal(g.x, x) and torch.equal(g.y, y)
+    pairs = set(map(tuple, g.edge_index.t().tolist()))
+    assert (3, 3) not in pairs and all((j, i) in pairs for i, j in pairs)
+    assert {(0, 1), (1, 0), (529, 0)} <= pairs and len(pairs) == 2 * 530
+    assert torch.equal(data.load_graph(tmp_path / "p", normalize=False).edge_index, g.edge_index)
+    (tmp_path / "p" / "ind.toy.ty").unlink()
+    with pytest.raises(ValueError, match=r"lacks ind\.toy\.\['ty'\]"):
+        data.load_graph(tmp_path / "p")
+
+
+def test_split_ignores_the_exposure_class_in_the_label_protocol():
+    y = torch.arange(200) % 5
+    train, val, test_id, test_ood = data.split(y, (0,), 0.1, seed=0, ignore=(1,))
+    assert set(y[test_ood].tolist()) == {0}
+    for part in (train, val, test_id):
+        assert set(y[part].tolist()) <= {2, 3, 4}
+    assert len(train) + len(val) + len(test_id) == 120 and len(test_ood) == 40

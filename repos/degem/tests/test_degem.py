@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from degem import baselines, data
-from degem.config import PRESETS
+from degem.config import ABLATIONS, PRESETS
 from degem.degem import (
     DeGEM,
     dgi_loss,
@@ -20,7 +20,12 @@ from degem.degem import (
 )
 from degem.train import ood_metrics
 
-CFG = dataclasses.replace(PRESETS["quick"], hidden=16, energy_hidden=8, mcmc_steps=5)
+# The mechanics below are tested on the project's joint head (no dropout, one batch-norm batch, no
+# gradient through p), the default before the third pass; the official head's pieces (separate
+# batch norm, energy dropout, readout gradient) have tests of their own that switch them on.
+CFG = dataclasses.replace(
+    PRESETS["quick"], hidden=16, energy_hidden=8, mcmc_steps=5, **ABLATIONS["joint-head"]
+)
 
 
 def small_graph(seed: int = 0, n: int = 60) -> data.Graph:

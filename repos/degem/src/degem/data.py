@@ -6,6 +6,7 @@ Everything here is a deterministic function of its seed. Nothing is downloaded.
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import zipfile
 from pathlib import Path
 
@@ -156,14 +157,18 @@ def feature_shift(graph: Graph, seed: int) -> Graph:
     return dataclasses.replace(graph, x=w * graph.x + (1 - w) * graph.x[partner])
 
 
-def split(y: torch.Tensor, ood_classes: tuple[int, ...], train_frac: float, seed: int):
+def split(y: torch.Tensor, ood_classes: tuple[int, ...], train_frac: float, seed: int, ignore=()):
     """Random train / validation / test node indices; OOD-class nodes are never in train/val.
 
     Returns (train, val, test_id, test_ood) long tensors; test_ood holds the held-out classes.
+    Nodes of the `ignore` classes are in none of them (the official label protocol leaves one
+    class out of both ID and test OOD: it is its OOD-exposure class).
     """
     g = torch.Generator().manual_seed(seed + 15485863)
     is_ood = torch.isin(y, torch.tensor(ood_classes, dtype=y.dtype))
-    id_nodes = torch.nonzero(~is_ood).squeeze(1)
+    ignored = torch.isin(y, torch.tensor(tuple(ignore), dtype=y.dtype))
+    is_ood = is_ood & ~ignored
+    id_nodes = torch.nonzero(~is_ood & ~ignored).squeeze(1)
     id_nodes = id_nodes[torch.randperm(id_nodes.numel(), generator=g)]
     k = max(1, round(train_frac * id_nodes.numel()))
     return id_nodes[:k], id_nodes[k : 2 * k], id_nodes[2 * k :], torch.nonzero(is_ood).squeeze(1)
@@ -216,3 +221,133 @@ def load_npz(path: str | Path) -> Graph:
     if int(y.min()) < 0:
         raise ValueError(f"{path}: labels must be >= 0, found {int(y.min())}")
     return Graph(x=x.float(), edge_index=ei, y=y)
+
+
+GEOM_GCN_NODES = "out1_node_feature_label.txt"
+GEOM_GCN_EDGES = "out1_graph_edges.txt"
+
+
+def _undirected(ei: torch.Tensor, n: int) -> torch.Tensor:
+    """Symmetrise, drop self-loops and duplicate edges (the Graph contract)."""
+    return to_undirected(ei[:, ei[0] != ei[1]], num_nodes=n)
+
+
+def load_geom_gcn(folder: str | Path) -> Graph:
+    """Read a graph in the geom-gcn raw format (Actor / WebKB / Wikipedia: the files PyG's Actor and
+    WebKB datasets read): `out1_node_feature_label.txt` (header, then `id<TAB>features<TAB>label`,
+    features a dense 0/1 comma list or, for Actor, the comma list of the non-zero columns) and
+    `out1_graph_edges.txt` (header, then `src<TAB>dst`). Edges are symmetrised (as the official
+    code's `to_undirected`) and self-loops dropped. A bad file is a one-line ValueError naming it.
+    """
+    folder = Path(folder)
+    nodes_file, edges_file = folder / GEOM_GCN_NODES, folder / GEOM_GCN_EDGES
+    for f in (nodes_file, edges_file):
+        if not f.is_file():
+            raise ValueError(f"no such graph file: {f} (a geom-gcn folder holds both out1_*.txt)")
+    try:
+        rows = [ln.split("\t") for ln in nodes_file.read_text().splitlines()[1:] if ln.strip()]
+        if not rows or any(len(r) != 3 for r in rows):
+            raise ValueError("expected lines 'node_id<TAB>features<TAB>label' after a header")
+        ids = [int(r[0]) for r in rows]
+        feats = [[int(v) for v in r[1].split(",")] for r in rows]
+        labels = [int(r[2]) for r in rows]
+    except ValueError as exc:
+        raise ValueError(f"{nodes_file}: {exc}") from None
+    n = max(ids) + 1
+    if sorted(ids) != list(range(n)):
+        raise ValueError(f"{nodes_file}: node ids must be 0..{n - 1}, each once")
+    dense = len({len(f) for f in feats}) == 1 and all(v in (0, 1) for f in feats for v in f)
+    if dense and "feature_amount" not in nodes_file.read_text().splitlines()[0]:
+        x = torch.zeros(n, len(feats[0]))
+        x[torch.tensor(ids)] = torch.tensor(feats, dtype=torch.float32)
+    else:  # column indices of the non-zero features (Actor), as PyG's Actor reads them
+        r = torch.tensor([i for i, f in zip(ids, feats) for _ in f], dtype=torch.long)
+        c = torch.tensor([v for f in feats for v in f], dtype=torch.long)
+        if int(c.min()) < 0:
+            raise ValueError(f"{nodes_file}: negative feature index {int(c.min())}")
+        x = torch.zeros(n, int(c.max()) + 1)
+        x[r, c] = 1.0
+    y = torch.empty(n, dtype=torch.long)
+    y[torch.tensor(ids)] = torch.tensor(labels)
+    try:
+        pairs = [ln.split("\t") for ln in edges_file.read_text().splitlines()[1:] if ln.strip()]
+        ei = torch.tensor([[int(a), int(b)] for a, b in pairs], dtype=torch.long).reshape(-1, 2).T
+    except ValueError:
+        raise ValueError(f"{edges_file}: expected lines 'src<TAB>dst' after a header") from None
+    if ei.numel() and (int(ei.max()) >= n or int(ei.min()) < 0):
+        raise ValueError(f"{edges_file}: edges name nodes outside [0, {n})")
+    if int(y.min()) < 0:
+        raise ValueError(f"{nodes_file}: labels must be >= 0, found {int(y.min())}")
+    return Graph(x=x, edge_index=_undirected(ei, n), y=y)
+
+
+PLANETOID_PARTS = ("x", "tx", "allx", "y", "ty", "ally", "graph", "test.index")
+
+
+def load_planetoid(path: str | Path) -> Graph:
+    """Read a graph in the Planetoid raw format (`ind.<name>.{x,tx,allx,y,ty,ally,graph,
+    test.index}`, pickled by the Planetoid authors) with PyG's `read_planetoid_data`; `path` is
+    one of the files or their folder (holding one name). Edges symmetrised, no self-loops.
+    The files are Python pickles: read only files you trust.
+    """
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    if path.is_dir():
+        names = sorted({p.name.split(".")[1] for p in folder.glob("ind.*.graph")})
+        if len(names) != 1:
+            raise ValueError(f"{folder}: expected the files of one Planetoid graph, found {names}")
+        prefix = names[0]
+    else:
+        parts = path.name.split(".")
+        if len(parts) < 3 or parts[0] != "ind":
+            raise ValueError(f"{path}: a Planetoid file is named ind.<name>.<part>")
+        prefix = parts[1]
+    missing = [p for p in PLANETOID_PARTS if not (folder / f"ind.{prefix}.{p}").is_file()]
+    if missing:
+        raise ValueError(f"{folder}: the Planetoid graph {prefix!r} lacks ind.{prefix}.{missing}")
+    from torch_geometric.io import read_planetoid_data
+
+    try:
+        d = read_planetoid_data(str(folder), prefix)
+    except (
+        OSError,
+        EOFError,
+        ValueError,
+        IndexError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        pickle.UnpicklingError,
+    ) as exc:
+        # a corrupt or foreign pickle
+        raise ValueError(
+            f"{folder}/ind.{prefix}.*: not a readable Planetoid graph ({type(exc).__name__})"
+        ) from None
+    return Graph(x=d.x.float(), edge_index=_undirected(d.edge_index, d.num_nodes), y=d.y.long())
+
+
+def normalize_features(graph: Graph) -> Graph:
+    """Row-normalise the features to sum 1, as PyG's NormalizeFeatures (the official transform)."""
+    from torch_geometric.data import Data
+    from torch_geometric.transforms import NormalizeFeatures
+
+    x = NormalizeFeatures()(Data(x=graph.x.clone())).x
+    return dataclasses.replace(graph, x=x)
+
+
+def load_graph(path: str | Path, normalize: bool = True) -> Graph:
+    """A graph file in any of the formats read here, chosen by its name: a Planetoid raw file or
+    folder (`ind.<name>.*`), a geom-gcn folder or its `out1_*.txt`, or a CitationFull / Amazon
+    `.npz`; with normalize, features row-normalised (NormalizeFeatures)."""
+    path = Path(path)
+    if path.name in (GEOM_GCN_NODES, GEOM_GCN_EDGES):
+        path = path.parent
+    if path.is_dir() and (path / GEOM_GCN_NODES).exists():
+        g = load_geom_gcn(path)
+    elif path.name.startswith("ind.") or (path.is_dir() and any(path.glob("ind.*.graph"))):
+        g = load_planetoid(path)
+    elif path.is_dir():
+        raise ValueError(f"{path}: neither a geom-gcn nor a Planetoid graph folder")
+    else:
+        g = load_npz(path)
+    return normalize_features(g) if normalize else g

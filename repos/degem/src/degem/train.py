@@ -174,8 +174,9 @@ class Setting:
 
 def setting_graphs(cfg: Config, g: data.Graph, ood_classes, shifted: dict):
     """The split of g's nodes, its ID classes, and g and its shifted copies relabelled to them."""
-    nodes = data.split(g.y, ood_classes, cfg.train_frac, cfg.seed)
-    id_classes = [c for c in range(cfg.n_classes) if c not in ood_classes]
+    ignore = tuple(cfg.ignore_classes) if ood_classes else ()
+    nodes = data.split(g.y, ood_classes, cfg.train_frac, cfg.seed, ignore)
+    id_classes = [c for c in range(cfg.n_classes) if c not in ood_classes and c not in ignore]
     remap = torch.full((cfg.n_classes,), -1, dtype=torch.long, device=g.y.device)
     remap[id_classes] = torch.arange(len(id_classes), device=g.y.device)
     graphs = {k: dataclasses.replace(v, y=remap[g.y]) for k, v in {"id": g, **shifted}.items()}
@@ -233,7 +234,7 @@ def make_graphs(cfg: Config):
     torch.manual_seed(cfg.seed)
     dev = torch.device(cfg.device)
     if cfg.graph_file:
-        g, oracle = data.load_npz(cfg.graph_file), None
+        g, oracle = data.load_graph(cfg.graph_file, cfg.normalize_features), None
     else:
         g = data.csbm(
             cfg.n_nodes, cfg.n_classes, cfg.feat_dim, cfg.class_sep, cfg.mean_degree,
@@ -261,7 +262,7 @@ def make_graphs(cfg: Config):
 def resolve(cfg: Config) -> Config:
     """Validate cfg; with a graph file, take n_classes from its labels first; 'auto' device."""
     if cfg.graph_file:
-        n_classes = int(data.load_npz(cfg.graph_file).y.max()) + 1
+        n_classes = int(data.load_graph(cfg.graph_file, False).y.max()) + 1
         cfg = dataclasses.replace(cfg, n_classes=n_classes)
     return dataclasses.replace(validate(cfg), device=resolve_device(cfg.device))
 
@@ -356,7 +357,7 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     g, shifted, oracle = make_graphs(run_cfg)
     settings = {}
     for name, ood, shifts in (("first", (), shifted), ("label", tuple(run_cfg.ood_classes), {})):
-        n_id = run_cfg.n_classes - len(set(ood))
+        n_id = run_cfg.n_classes - len(set(ood) | (set(run_cfg.ignore_classes) if ood else set()))
         trained = checkpoint.load(tensors, name, run_cfg, g.x.shape[1], n_id, workdir / MODEL_FILE)
         settings[name] = score_setting(run_cfg, g, ood, shifts, oracle, trained)
     return ood_table(g, shifted, settings["first"], settings["label"])
