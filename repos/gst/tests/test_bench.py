@@ -6,9 +6,11 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from gst.bench import GATES, POSE_MARGIN, PSNR_MARGIN, claims_from, run_bench
+from gst.bench import CONTROL, GATES, POSE_MARGIN, claims_from, run_bench
+from gst.results import verdict
 
 
 def test_bench_writes_schema(tiny):
@@ -40,9 +42,11 @@ def test_bench_writes_schema(tiny):
         "pose_only",
         "cnn_pose",
     }
-    assert len(doc["claims"]) == len(GATES)
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert all("control" in c for c in doc["claims"])
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids == [g.cid for g in GATES] + [f"control-{g.cid}" for g in GATES]
+    for c in doc["claims"]:
+        assert isinstance(c["holds"], bool) and c["paper"]
+        assert c["verdict"] == verdict(c["test"]) and c["holds"] == (c["verdict"] == "holds")
     assert doc["steps_per_method"]["gst"] == 2 * doc["steps_per_method"]["gst_gen"]
     assert {p["id"] for p in doc["performance"]} == {"train-step", "sample-segment"}
     assert (Path(tiny.results_dir) / "figures" / "quick_metrics.png").exists()
@@ -64,22 +68,65 @@ def _m(**kw):
 
 
 def test_claims_follow_the_paired_gates():
-    """A gate holds only when the mean paired difference reaches the margin and the interval
-    excludes 0; the untrained control is scored by the same gate."""
+    """Three-way verdicts of the paired difference against the gate's threshold; the untrained
+    control is scored by the same gate as a claim of its own."""
     metrics = {
         "gst": _m(rot_acc15=[50, 52, 51], psnr=[20.0, 20.1, 20.2]),
-        "pose_only": _m(rot_acc15=[46, 47, 47.5]),  # +4.2 points, tight
-        "nvs_only": _m(psnr=[19.9, 19.6, 20.3]),  # +0.17 dB < margin
-        "untrained": _m(rot_acc15=[1, 0, 2], psnr=[12.0, 12.0, 12.0]),
+        "pose_only": _m(rot_acc15=[46, 47, 47.5]),  # +4.2 points, tight: holds
+        "nvs_only": _m(psnr=[20.3, 20.4, 20.6]),  # -0.33 dB, tight: contradicted
+        CONTROL: _m(rot_acc15=[1, 0, 2], psnr=[12.0, 12.0, 12.0]),
     }
     out = {c["id"]: c for c in claims_from(metrics)}
-    assert set(out) == {"joint-pose-beats-pose-only", "joint-nvs-beats-nvs-only"}
-    assert out["joint-pose-beats-pose-only"]["holds"]
-    assert not out["joint-nvs-beats-nvs-only"]["holds"]
-    assert not out["joint-pose-beats-pose-only"]["control"]["holds"]
+    assert set(out) == {
+        "joint-pose-beats-pose-only",
+        "joint-nvs-beats-nvs-only",
+        "control-joint-pose-beats-pose-only",
+        "control-joint-nvs-beats-nvs-only",
+    }
+    pose = out["joint-pose-beats-pose-only"]
+    assert pose["verdict"] == "holds" and pose["holds"]
+    assert pose["test"][0]["estimate"] == pytest.approx(4.1667, abs=1e-3)
+    assert pose["test"][0]["n"] == 3 and pose["test"][0]["direction"] == ">"
+    assert out["joint-nvs-beats-nvs-only"]["verdict"] == "contradicted"
+    control = out["control-joint-pose-beats-pose-only"]
+    assert control["verdict"] == "contradicted" and control["role"] == "control"
     noisy = {**metrics, "pose_only": _m(rot_acc15=[30, 60, 47])}  # mean +5.3, interval spans 0
-    assert not {c["id"]: c for c in claims_from(noisy)}["joint-pose-beats-pose-only"]["holds"]
-    assert POSE_MARGIN > 0 and PSNR_MARGIN > 0
+    c = {c["id"]: c for c in claims_from(noisy)}["joint-pose-beats-pose-only"]
+    assert c["verdict"] == "inconclusive" and c["seeds_needed"] > 3
+    two = {
+        k: {kk: {**vv, "values": vv["values"][:2]} for kk, vv in v.items()}
+        for k, v in metrics.items()
+    }
+    assert not {c["id"]: c for c in claims_from(two)}["joint-pose-beats-pose-only"]["holds"]
+
+
+def test_chance_gate_needs_the_margin():
+    """ar-pose-beats-chance needs more than POSE_MARGIN points, not just a positive difference."""
+    base = [1.0, 0.5, 0.8]
+    small = {"pose_only": _m(rot_acc15=[b + 2.0 for b in base]), "chance_pose": _m(rot_acc15=base)}
+    big = {"pose_only": _m(rot_acc15=[b + 9.0 for b in base]), "chance_pose": _m(rot_acc15=base)}
+    get = lambda m: {c["id"]: c for c in claims_from(m)}["ar-pose-beats-chance"]
+    assert POSE_MARGIN > 2.0 and get(small)["verdict"] == "contradicted"
+    assert get(big)["verdict"] == "holds"
+
+
+def test_perplexity_gate_compares_log_perplexity():
+    """Lower perplexity holds (direction <); the gate is on the log (nats), the untrained control's
+    near-uniform perplexity is contradicted."""
+    metrics = {
+        "gst_gen": _m(ppl_image=[4.0, 4.2, 3.9]),
+        "nvs_only": _m(ppl_image=[5.0, 5.1, 4.8]),
+        CONTROL: _m(ppl_image=[250.0, 251.0, 249.0]),
+    }
+    out = {c["id"]: c for c in claims_from(metrics)}
+    c = out["gen-joint-image-ppl-below-nvs-only"]
+    assert c["verdict"] == "holds"
+    assert c["test"][0]["estimate"] == pytest.approx(
+        (np.log([4.0, 4.2, 3.9]) - np.log([5.0, 5.1, 4.8])).mean()
+    )
+    assert out["control-gen-joint-image-ppl-below-nvs-only"]["verdict"] == "contradicted"
+    swapped = {**metrics, "gst_gen": metrics["nvs_only"], "nvs_only": metrics["gst_gen"]}
+    assert {c["id"]: c for c in claims_from(swapped)}[c["id"]]["verdict"] == "contradicted"
 
 
 def test_floor_gate_takes_the_better_floor_per_seed():

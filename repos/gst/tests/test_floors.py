@@ -86,3 +86,44 @@ def test_untrained_model_cannot_rank(tiny, prep):
     model = train.build_model(tiny, prep.vocab).eval()
     s = ranking.scores(model, prep, "gen", ranking.candidates(prep, 6))
     assert torch.allclose(s, s[:, :1].expand_as(s))
+
+
+def test_tokenizers_are_fitted_on_training_pairs_only(tiny, prep):
+    """No test image or camera reaches the codebooks: refitting on the training pairs alone
+    gives the same centroids."""
+    from gst.tokenizers import KMeansTokenizer
+
+    patch = tiny.image_size // tiny.grid
+    image = KMeansTokenizer(tiny.image_size, patch, 3, tiny.image_codes)
+    image.fit(np.concatenate([prep.train.obs, prep.train.tgt]), tiny.seed)
+    camera = KMeansTokenizer(tiny.image_size, patch, 6, tiny.camera_codes)
+    camera.fit(prep.train.rays, tiny.seed)
+    np.testing.assert_array_equal(prep.image_tok.centroids, image.centroids)
+    np.testing.assert_array_equal(prep.camera_tok.centroids, camera.centroids)
+
+
+def test_chance_pose_reads_no_test_camera(prep):
+    """Chance is one camera from the training rotations: every test pair given the same
+    rotation, 90 degrees away from that guess, scores 0 within 15 degrees (a guess read from the
+    test cameras would score 100)."""
+    u, _, vt = np.linalg.svd(prep.train.rotation.mean(0))
+    guess = u @ np.diag([1.0, 1.0, np.linalg.det(u @ vt)]) @ vt
+    turn = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    n = len(prep.test.rotation)
+    far = np.broadcast_to(turn @ guess, (n, 3, 3)).copy()
+    test = dataclasses.replace(prep.test, rotation=far, translation=np.zeros((n, 3)))
+    assert chance_pose(dataclasses.replace(prep, test=test))["rot_acc15"] == 0.0
+
+
+def test_ranking_picks_the_most_likely_candidate(tiny, prep, monkeypatch):
+    """With scores that are highest for the candidate nearest the truth, the ranked camera is
+    the oracle's (rank_ metrics equal rank_oracle_ metrics); the least likely one is not."""
+    cand = ranking.candidates(prep, tiny.pose_candidates)
+    ang = ranking.geodesic_deg(prep.train.rotation[cand][None], prep.test.rotation[:, None])
+    monkeypatch.setattr(ranking, "scores", lambda *a, **k: torch.from_numpy(-ang))
+    out = ranking.rank_pose_metrics(tiny, prep, None, "gen")
+    for key in ("rot_acc15", "rot_err_median", "centre_err"):
+        assert out["rank_" + key] == out["rank_oracle_" + key]
+    monkeypatch.setattr(ranking, "scores", lambda *a, **k: torch.from_numpy(ang))
+    worst = ranking.rank_pose_metrics(tiny, prep, None, "gen")
+    assert worst["rank_rot_err_median"] > out["rank_rot_err_median"]

@@ -71,6 +71,19 @@ def test_kv_cache_matches_full_forward():
     assert torch.allclose(torch.cat([first] + rest, 1), full, atol=1e-5)
 
 
+def test_kv_cache_with_a_multi_token_chunk_stays_causal():
+    """A chunk of several new tokens after a cached prefix sees the whole past and, within the
+    chunk, only earlier tokens (the offset causal mask)."""
+    vocab = Vocab(10, 6)
+    model = tiny_model(vocab)
+    tokens, seg = batch(vocab, 2, 3)
+    full = model(tokens, seg)
+    caches = [[] for _ in model.blocks]
+    first = model(tokens[:, :12], seg[:, :12], 0, caches)
+    chunk = model(tokens[:, 12:20], seg[:, 12:20], 12, caches)
+    assert torch.allclose(torch.cat([first, chunk], 1), full[:, :20], atol=1e-5)
+
+
 def test_sampling_stays_inside_the_slot():
     vocab = Vocab(10, 6)
     model = tiny_model(vocab)

@@ -86,7 +86,27 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
 
 
 def test_paper_preset_is_the_issue_scale():
-    """Issue 38: width >= 128, depth >= 4, more objects and pairs than quick."""
+    """Issue 72: a smaller world than quick (fewer objects and pixels, smaller codebooks) and
+    longer training, same decoder."""
     quick, paper = PRESETS["quick"], PRESETS["paper"]
-    assert paper.width >= 128 and paper.depth >= 4 and paper.name == "paper"
-    assert paper.n_objects > quick.n_objects and paper.n_train > quick.n_train
+    assert paper.name == "paper" and paper.out == "runs/paper"
+    assert paper.n_objects < quick.n_objects and paper.image_size < quick.image_size
+    assert paper.image_codes < quick.image_codes and paper.camera_codes < quick.camera_codes
+    assert paper.steps > quick.steps and (paper.width, paper.depth) == (quick.width, quick.depth)
+
+
+def test_learning_rate_warms_up_from_the_first_step_then_decays():
+    """Step 0 already trains (lr > 0), the peak comes at the end of warm-up, and the cosine ends
+    at 10% of the peak."""
+    cfg = dataclasses.replace(PRESETS["quick"], lr=1.0, warmup=4, steps=104)
+    assert train.lr_at(0, cfg) == pytest.approx(0.25)
+    assert train.lr_at(3, cfg) == pytest.approx(1.0)
+    assert train.lr_at(4, cfg) == pytest.approx(1.0)
+    assert train.lr_at(104, cfg) == pytest.approx(0.1)
+
+
+def test_steps_are_equal_per_task_order():
+    """The alternating joint model trains one order per step, so it gets twice the steps."""
+    cfg = PRESETS["quick"]
+    assert train.steps_for(cfg, "gst") == 2 * cfg.steps
+    assert {train.steps_for(cfg, m) for m in ("gst_gen", "nvs_only", "pose_only")} == {cfg.steps}

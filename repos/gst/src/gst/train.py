@@ -22,6 +22,7 @@ from .model import GST, SEG_CAMERA, SEG_TARGET
 from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
 from .runtime import resolve_device
 from .tokenizers import KMeansTokenizer, Vocab, VQTokenizer
+from .views import load_eval_pairs, load_pairs
 
 CHECKPOINT = "model.safetensors"
 
@@ -53,6 +54,8 @@ def _make_tokenizer(cfg: Config, channels: int, n_codes: int):
 @functools.lru_cache(maxsize=2)
 def _prepare(
     seed,
+    data_dir,
+    camera_convention,
     image_size,
     n_objects,
     n_train,
@@ -77,7 +80,10 @@ def _prepare(
         vq_steps=vq_steps,
         device=device,
     )
-    pairs = make_pairs(n_train + n_test, image_size, n_objects, seed)
+    if data_dir:  # the paper's kind of data: posed views of objects; test objects held out
+        pairs = load_pairs(data_dir, n_train, n_test, image_size, seed, camera_convention)
+    else:
+        pairs = make_pairs(n_train + n_test, image_size, n_objects, seed)
     train, test = _split(pairs, slice(0, n_train)), _split(pairs, slice(n_train, None))
     image_tok = _make_tokenizer(cfg, 3, image_codes).fit(
         np.concatenate([train.obs, train.tgt]), seed
@@ -98,6 +104,8 @@ def prepare(cfg: Config) -> Prepared:
     """Data and tokenizers for cfg.seed (cached: every method of a seed sees the same ones)."""
     return _prepare(
         cfg.seed,
+        cfg.data_dir,
+        cfg.camera_convention,
         cfg.image_size,
         cfg.n_objects,
         cfg.n_train,
@@ -318,7 +326,8 @@ def run_config(path: Path) -> tuple[Config, str]:
 def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Reload the model a previous `train` saved in workdir and evaluate it again: data and
     tokenizers are rebuilt from the run's config.json (deterministic in the seed), the weights
-    come from model.safetensors. Device, threads and progress come from `cfg`."""
+    come from model.safetensors. Device, threads and progress come from `cfg`; a --data-dir
+    other than the run's evaluates on that folder's views instead (on_user_views)."""
     workdir = Path(workdir)
     run, which = run_config(workdir / "config.json")
     run = dataclasses.replace(
@@ -327,7 +336,24 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     state = load_safetensors(workdir / CHECKPOINT)  # read first: a bad file fails before work
     torch.set_num_threads(run.threads)
     prep = prepare(run)
+    if cfg.data_dir and cfg.data_dir != run.data_dir:  # a user's views, the run's tokenizers
+        prep = on_user_views(run, prep, cfg)
     return measure(run, prep, load_model(run, prep, which, state, workdir / CHECKPOINT), which)
+
+
+def on_user_views(run: Config, prep: Prepared, cfg: Config) -> Prepared:
+    """`prep` with its test pairs replaced by n_test pairs of the folder cfg.data_dir (every
+    object; read at the run's image size in cfg.camera_convention), encoded by the run's own
+    tokenizers; the training pairs (floors, ranking candidates) stay the run's."""
+    user = load_eval_pairs(
+        cfg.data_dir, run.n_test, run.image_size, run.seed, cfg.camera_convention
+    )
+    codes = {
+        "obs": torch.from_numpy(prep.image_tok.encode(user.obs)),
+        "cam": torch.from_numpy(prep.camera_tok.encode(user.rays)),
+        "tgt": torch.from_numpy(prep.image_tok.encode(user.tgt)),
+    }
+    return dataclasses.replace(prep, test=user, codes={"train": prep.codes["train"], "test": codes})
 
 
 def evaluate_runs(cfg: Config, out: str | Path) -> dict[str, dict[str, float]]:
