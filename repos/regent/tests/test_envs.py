@@ -124,3 +124,17 @@ def test_junk_npz_is_a_one_line_error_naming_the_file(tmp_path, write, message):
     assert str(path) in str(info.value) and "\n" not in str(info.value)
     with pytest.raises(ValueError, match="no such file"):
         load_demos(tmp_path / "missing.npz")
+
+
+def test_normalise_maps_random_to_0_and_expert_to_1():
+    assert normalise(np.array([2.0, 6.0, 4.0]), 2.0, 6.0).tolist() == [0.0, 1.0, 0.5]
+    assert normalise(-1.0, -3.0, 1.0) == 0.5  # negative returns (the point family's)
+
+
+def test_take_episodes_keeps_exactly_the_first_k():
+    from regent.data import take_episodes
+
+    demos = rollout_expert(make_tasks("point", 1, seed=0)[0], 4, seed=0, noise=0.1)
+    few = take_episodes(demos, 2)
+    assert few.n_episodes == 2 and set(few.episode.tolist()) == {0, 1}
+    assert len(few) == int((demos.episode < 2).sum())

@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from regent.bench import metaworld_claim
+from regent.bench import metaworld_claim, metaworld_tables
 from regent.config import validate
 from regent.meta_world import (
     HELD_OUT,
@@ -71,7 +71,7 @@ def test_scripted_demos_and_regent_act_on_metaworld(tiny):
 
 
 def test_metaworld_evaluation_smoke(tiny, tmp_path):
-    cfg = dataclasses.replace(tiny, metaworld=True)
+    cfg = dataclasses.replace(tiny, metaworld=True, mw_rp_demo_counts=(2, 3))
     metrics, eps = evaluate_metaworld(cfg, tmp_path)
     for m in ("REGENT", "R&P", "MT-BC", "BC-scratch", "REGENT-untrained"):
         for k in cfg.mw_demo_counts:
@@ -82,8 +82,17 @@ def test_metaworld_evaluation_smoke(tiny, tmp_path):
     assert np.isfinite(metrics["REGENT/metaworld-seen/k2"]) and "R&P/metaworld-seen/k2" in metrics
     for task in HELD_OUT:
         assert f"success_rate/scripted expert/metaworld/{task}" in metrics
-    claim = metaworld_claim(cfg, _regrouped(metrics), eps)
-    assert isinstance(claim["holds"], bool) and "REGENT-untrained" in claim["control"]
+    claim, control, rp_row = metaworld_claim(cfg, _regrouped(metrics), eps)
+    assert claim["control"].startswith(control["id"]) and claim["verdict"] != "holds"
+    # the paper's R&P row: R&P alone at extra counts, from the same demonstrations' first k
+    assert eps["R&P/k3"].shape == eps["R&P/k2"].shape and "REGENT/k3" not in eps
+    assert rp_row["id"] == "metaworld-rp-row-matches-paper" and len(rp_row["test"]) == 2
+    assert [p["direction"] for p in rp_row["test"]] == [">", "<"]
+    assert (
+        metaworld_tables(cfg, _regrouped(metrics), eps)["rp_row"]["all"]["k3"]
+        == (metrics["R&P/metaworld/k3"])
+    )
+    assert any("REGENT-untrained" in p["what"] for p in control["test"])
     # eval's path: the saved REGENT and MT-BC checkpoints, reloaded, score the same again
     again, again_eps = score_metaworld(cfg, *reload_metaworld(cfg, tmp_path))
     scored = [k for k in again if not k.startswith("env_steps_per_s/")]

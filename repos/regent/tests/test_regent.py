@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -21,7 +22,7 @@ from regent.regent import (
     mixed_cross_entropy,
     rp_distribution,
 )
-from regent.retrieval import Retriever
+from regent.retrieval import Retriever, p95_normaliser
 
 
 def test_distances_are_to_the_first_retrieved_state():
@@ -107,7 +108,8 @@ def test_loss_falls_on_one_task(tmp_path):
     )
     demos = rollout_expert(make_tasks("point", 1, seed=1)[0], 8, seed=1, noise=0.1)
     data, ratios = pretraining_batch([demos], cfg.n_retrieved, "nn1")
-    assert ratios[0] > 1  # the official normaliser (all context distances) is larger
+    official, ours = (p95_normaliser(demos, kind, cfg.n_retrieved) for kind in ("context", "nn1"))
+    assert ratios[0] == pytest.approx(official / ours) and official != ours
     _, losses = pretrain(data, "point", cfg, True, tmp_path / "m.safetensors")
     assert np.mean(losses[-15:]) < 0.5 * np.mean(losses[:15])
 
@@ -146,3 +148,27 @@ def test_official_18_action_vocabulary():
         demos.obs[:6] + 0.3, np.zeros(6, np.float32), []
     )
     assert acts.shape == (6,) and ((acts >= 0) & (acts < 4)).all()
+
+
+def test_policy_mixes_rp_and_network_by_exp_minus_lambda_d_with_the_run_s_lambda_and_scale():
+    """At evaluation (d > 0 for queries off the demonstrations) the action is
+    clamp(e^{-lambda d} a'_1 + L (1 - e^{-lambda d}) clamp(f, -1, 1)) with the config's lambda
+    and L, here different (2 and 0.5) so that a swap or a sign flip shows."""
+    from regent.pretrain import regent_policy
+
+    cfg = dataclasses.replace(PRESETS["quick"], lam=2.0, cont_scale=0.5, n_retrieved=4)
+    demos = rollout_expert(make_tasks("point", 1, seed=2)[0], 3, seed=2, noise=0.1)
+    retriever = Retriever(demos, "nn1", 4)
+    torch.manual_seed(0)
+    model = RegentModel(2, 2, False, 16, 1, 2, 5).eval()
+    queries = np.random.default_rng(0).uniform(-1, 1, (6, 2)).astype(np.float32)
+    rew = np.zeros(6, np.float32)
+    got = regent_policy(model, retriever, 4, True, cfg)(queries, rew, [])
+    idx, _ = retriever.retrieve(queries, 4)
+    batch = build_context(demos, idx, queries, rew, None, retriever.normaliser)
+    with torch.no_grad():
+        raw = model(batch["obs"], batch["rew"], batch["act"])[:, -1].clamp(-1, 1).numpy()
+    w = np.exp(-2.0 * batch["dist"][:, -1].numpy())[:, None]
+    assert (w < 0.99).all() and (w > 1e-6).any()
+    want = np.clip(w * demos.act[idx[:, 0]] + 0.5 * (1 - w) * raw, -1, 1)
+    np.testing.assert_allclose(got, want, atol=1e-5)

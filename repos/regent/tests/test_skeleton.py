@@ -22,7 +22,7 @@ from regent.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "bench --preset full --seeds 0 --n-train-tasks 2 --n-test-tasks 1 --train-demos 2 --n-retrieved 4 --d-model 8 --n-layers 1 --n-heads 2 --steps 2 --batch-size 4 --bc-steps 2 --mtbc-steps 2 --demo-counts 1 2 --eval-episodes 2 --ablation-sizes 1 2 --ablation-demos 2 --mw-train-tasks 1 --mw-train-demos 2 --mw-demo-counts 2 --mw-eval-episodes 2 --mw-horizon 10 --quiet",
+    "bench --preset full --seeds 0 --n-train-tasks 2 --n-test-tasks 1 --train-demos 2 --n-retrieved 4 --d-model 8 --n-layers 1 --n-heads 2 --steps 2 --batch-size 4 --bc-steps 2 --mtbc-steps 2 --demo-counts 1 2 --eval-episodes 2 --ablation-sizes 1 2 --ablation-demos 2 --mw-train-tasks 1 --mw-train-demos 2 --mw-demo-counts 2 --mw-rp-demo-counts 2 3 --mw-eval-episodes 2 --mw-horizon 10 --quiet",
 )
 
 

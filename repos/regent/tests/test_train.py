@@ -82,6 +82,7 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
         seeds=(0,),
         out=str(tmp_path / "runs"),
         results_dir=str(tmp_path / "results"),
+        mw_rp_demo_counts=(2, 3),
     )
     doc = run_bench(paper)
     assert doc["mode"] == "paper" and (tmp_path / "results" / "paper.json").exists()
@@ -89,7 +90,13 @@ def test_paper_preset_runs_at_tiny_size(tmp_path):
     figures = sorted(p.name for p in (tmp_path / "results" / "figures").iterdir())
     assert figures and all(name.startswith("paper-") for name in figures)
     assert "paper-metaworld.png" in figures  # the paper preset runs Meta-World
-    assert doc["claims"][-1]["id"] == "metaworld-regent-gt-rp-gt-mtbc"
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids[-3:] == [
+        "metaworld-regent-gt-rp-gt-mtbc",
+        "control-metaworld-untrained-gt-rp",
+        "metaworld-rp-row-matches-paper",
+    ]
+    assert set(doc["metaworld"]["rp_row"]["all"]) == {"k2", "k3", "paper, 100 demos"}
     assert set(doc["metaworld"]["tasks"]) == {*HELD_OUT, "all"}
     assert "seen tasks: REGENT/" in report(doc)
 
@@ -100,3 +107,14 @@ def test_paper_preset_is_the_larger_hard_setting():
     assert paper.n_train_tasks > quick.n_train_tasks and paper.steps > quick.steps
     assert paper.demo_counts == quick.demo_counts and paper.seeds == quick.seeds
     assert paper.metaworld and not quick.metaworld
+
+
+@pytest.mark.parametrize("family", ["point", "grid"])
+def test_held_out_tasks_are_not_pretraining_tasks(family):
+    """The held-out tasks are a separate draw: none of them is a pretraining task."""
+    from regent.train import family_tasks
+
+    cfg = dataclasses.replace(PRESETS["quick"], n_train_tasks=6, n_test_tasks=3)
+    train, held_out = family_tasks(family, cfg)
+    assert len(train) == 6 and len(held_out) == 3
+    assert not set(train) & set(held_out)

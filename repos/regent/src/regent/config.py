@@ -42,7 +42,8 @@ class Config(RunConfig):
     n_retrieved: Positive = 19
     """Retrieved demonstration states in REGENT's context (the paper's 19, 20 states in all)."""
     normaliser: str = "nn1"
-    """p95 distance normaliser: nn1 (1-NN distances, ours) or context (all n, the official)."""
+    """p95 distance normaliser: nn1 (1-NN distances, ours) or context (the official: distances of
+    every context state and of the query to the first retrieved state, zeros included)."""
     action_vocab: Annotated[int, Ge(0)] = 0
     """Discrete action vocabulary of the model and q_RP's uniform term; 0: the environment's 4
     actions; 18: the official (Atari's full set; actions 4-17 are never taken)."""
@@ -84,6 +85,9 @@ class Config(RunConfig):
     """Scripted demonstration episodes per Meta-World pretraining task (>= 2, as train_demos)."""
     mw_demo_counts: Counts = (5, 25)
     """Demonstration episodes given on each held-out Meta-World task."""
+    mw_rp_demo_counts: Annotated[tuple[int, ...], Ge(1)] = ()
+    """Extra demonstration counts at which only R&P (no training) is scored on the held-out
+    Meta-World tasks: the paper's R&P row (25-100 demos), the cleanest check of the setup."""
     mw_eval_episodes: Positive = 20
     """Paired evaluation episodes per held-out Meta-World task and demonstration count."""
     mw_horizon: Positive = 150
@@ -105,6 +109,7 @@ PRESETS: dict[str, Config] = {
         bc_steps=500,
         mtbc_steps=3000,
         metaworld=True,
+        mw_rp_demo_counts=(25, 50, 100),
     ),
     "full": Config(
         name="full",
@@ -128,6 +133,7 @@ PRESETS: dict[str, Config] = {
         mw_train_tasks=45,
         mw_train_demos=100,
         mw_demo_counts=(25, 50, 100),
+        mw_rp_demo_counts=(25, 50, 100),
         mw_eval_episodes=50,
         mw_horizon=500,
     ),

@@ -240,7 +240,8 @@ def score_metaworld(
     cfg: Config, models: dict, mtbc: baselines.MLPPolicy
 ) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """Every method of MW_METHODS on the held-out tasks at each of cfg.mw_demo_counts, on the same
-    seeded start states (BC from scratch is fitted here), then the seen-task diagnosis."""
+    seeded start states (BC from scratch is fitted here), R&P alone at cfg.mw_rp_demo_counts (the
+    paper's R&P row), then the seen-task diagnosis."""
     metrics: dict[str, float] = {}
     demo_seed = 1_000 * cfg.seed + 3
     clocks: dict[str, dict] = {m: {} for m in MW_METHODS}
@@ -249,9 +250,8 @@ def score_metaworld(
         pool = TaskPool(name, cfg.mw_eval_episodes, cfg.mw_horizon)
         eval_seed = 10**6 + 1_000 * cfg.seed + 100 * ti
         lo, scale = floor_and_oracle(pool, eval_seed, metrics, "metaworld")
-        demos, rate = collect_demos(
-            pool, max(cfg.mw_demo_counts), cfg.demo_noise_mw, demo_seed + 5_000 + ti
-        )
+        most = max((*cfg.mw_demo_counts, *cfg.mw_rp_demo_counts))  # the first k are the same
+        demos, rate = collect_demos(pool, most, cfg.demo_noise_mw, demo_seed + 5_000 + ti)
         metrics[f"success_rate/demonstrator/metaworld/{name}"] = rate
 
         def record(method, k, ret, win, name=name, lo=lo, scale=scale):
@@ -276,6 +276,9 @@ def score_metaworld(
             record("R&P", k, *run("R&P", lambda o, r, rt=retriever: rt.rp_action(o)))
             record("BC-scratch", k, *run("BC-scratch", lambda o, r, bc=bc: bc.act(o)))
             record("MT-BC", k, *mt)
+        for k in sorted(set(cfg.mw_rp_demo_counts) - set(cfg.mw_demo_counts)):
+            retriever = Retriever(take_episodes(demos, k), cfg.normaliser, cfg.n_retrieved)
+            record("R&P", k, *run("R&P", lambda o, r, rt=retriever: rt.rp_action(o)))
     seen_tasks_check(cfg, models["REGENT"], metrics)
     episodes = {k: np.concatenate(v) for k, v in scores.items()}
     for key, v in episodes.items():

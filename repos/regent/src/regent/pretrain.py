@@ -34,8 +34,9 @@ def pretraining_batch(
     demos_per_task: list[Demos], n: int, normaliser: str
 ) -> tuple[dict[str, torch.Tensor], list[float]]:
     """Every row of every training task as a query, with n neighbours from other episodes; also
-    each task's ratio of the official normaliser (p95 over all n context distances) to ours (p95
-    over 1-NN distances), as used, i.e. after the fallback to 1 for a zero percentile."""
+    each task's ratio of the official normaliser (p95 of the context's distances to the first
+    retrieved state) to ours (p95 of 1-NN distances), as used, i.e. after the fallback to 1 for
+    a zero percentile."""
     parts, ratios = [], []
     for demos in demos_per_task:
         _, idx = knn_other_episodes(demos, n)

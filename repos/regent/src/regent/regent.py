@@ -21,13 +21,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .data import Demos
+from .retrieval import distances_to_first
 
 
 def context_distances(ctx_obs: np.ndarray, query: np.ndarray, normaliser: float) -> np.ndarray:
     """(B, n + 1) distances of each context state and of the query to the first retrieved state,
     divided by the p95 normaliser. ctx_obs: (B, n, d), query: (B, d)."""
-    states = np.concatenate([ctx_obs, query[:, None, :]], axis=1)
-    return np.linalg.norm(states - ctx_obs[:, :1, :], axis=-1) / normaliser
+    return distances_to_first(ctx_obs, query) / normaliser
 
 
 def rp_distribution(first_action: torch.Tensor, dist: torch.Tensor, n_actions: int) -> torch.Tensor:

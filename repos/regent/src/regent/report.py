@@ -11,10 +11,12 @@ from .train import METHODS
 
 
 def claims_table(doc: dict) -> str:
-    rows = ["| claim | ours | negative control | holds |", "|---|---|---|---|"]
+    rows = ["| claim | ours | negative control | verdict |", "|---|---|---|---|"]
     for c in doc["claims"]:
-        holds = "yes" if c["holds"] else "**no**"
-        rows.append(f"| `{c['id']}` | {c['ours']} | {c.get('control', '')} | {holds} |")
+        verdict = c.get("verdict", "holds" if c["holds"] else "does not hold")
+        if "seeds_needed" in c:
+            verdict += f" (seeds needed: {c['seeds_needed']})"
+        rows.append(f"| `{c['id']}` | {c['ours']} | {c.get('control', '')} | {verdict} |")
     return "\n".join(rows)
 
 
@@ -88,7 +90,15 @@ def metaworld_table(doc: dict) -> str:
         for key, iv in mw["paired_vs_rp"].items()
     ]
     seen = [f"{key} {v:.2f}" for key, v in mw["seen_pretraining_tasks"].items()]
-    return "\n".join(rows) + "\n\n" + "; ".join(diffs) + "\n\nseen tasks: " + "; ".join(seen)
+    rp = [
+        f"{task} "
+        + ", ".join(f"{k} {v:.2f}" if v is not None else f"{k} -" for k, v in row.items())
+        for task, row in mw.get("rp_row", {}).items()
+    ]
+    rp_text = "\n\nR&P row (paper's counts): " + "; ".join(rp) if rp else ""
+    return (
+        "\n".join(rows) + "\n\n" + "; ".join(diffs) + "\n\nseen tasks: " + "; ".join(seen) + rp_text
+    )
 
 
 def report(doc: dict) -> str:

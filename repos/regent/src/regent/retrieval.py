@@ -24,7 +24,8 @@ from .data import Demos
 KD_TREE_MAX_DIM = 6
 """Largest observation dimension for which the offline retrieval uses a k-d tree."""
 NORMALISERS = ("nn1", "context")
-"""p95 over 1-NN distances (ours) or over all n context distances (the official statistics)."""
+"""p95 over 1-NN distances (ours) or over the context's distances to the first retrieved state
+(the official statistic)."""
 
 
 def l2_index(x: np.ndarray) -> faiss.IndexFlatL2:
@@ -74,13 +75,22 @@ def knn_other_episodes(demos: Demos, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(dist, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
 
+def distances_to_first(ctx_obs: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """(B, n + 1) distances of each context state and of the query to the first retrieved state
+    (the first is 0). ctx_obs: (B, n, d), query: (B, d)."""
+    states = np.concatenate([ctx_obs, query[:, None, :]], axis=1)
+    return np.linalg.norm(states - ctx_obs[:, :1, :], axis=-1)
+
+
 def p95_normaliser(demos: Demos, kind: str = "nn1", n: int = 19) -> float:
     """95th percentile of retrieval distances, the scale REGENT's distances are divided by.
 
-    kind "nn1": each state's distance to its nearest neighbour in another episode (within one
-    episode: its nearest other row). kind "context": all distances to the n neighbours retrieved
-    from other episodes, the statistic the official code reads from its offline retrieval (larger:
-    it includes the 2nd to n-th neighbours). Falls back to 1 when the percentile is 0."""
+    kind "nn1" (ours): each state's distance to its nearest neighbour in another episode (within
+    one episode: its nearest other row). kind "context" (the official statistic): every row is a
+    query with its n neighbours from other episodes, and the percentile is over the distances of
+    every retrieved state and of the query to the *first* retrieved state, the zeros of the first
+    included; i.e. over exactly the distances REGENT's context carries. Falls back to 1 when the
+    percentile is 0."""
     if kind not in NORMALISERS:
         raise ValueError(f"normaliser must be one of {NORMALISERS}, got {kind!r}")
     if len(demos) < 2:
@@ -89,9 +99,12 @@ def p95_normaliser(demos: Demos, kind: str = "nn1", n: int = 19) -> float:
     counts = np.bincount(demos.episode)
     outside = len(demos) - int(counts.max())
     if demos.n_episodes > 1 and outside >= 1:
-        dist, _ = knn_other_episodes(demos, min(k, outside))
+        dist, idx = knn_other_episodes(demos, min(k, outside))
     else:
-        dist = knn_all(demos.obs, demos.obs, min(k, len(demos) - 1) + 1)[0][:, 1:]
+        dist, idx = knn_all(demos.obs, demos.obs, min(k, len(demos) - 1) + 1)
+        dist, idx = dist[:, 1:], idx[:, 1:]
+    if kind == "context":
+        dist = distances_to_first(demos.obs[idx], demos.obs)
     value = float(np.percentile(dist, 95))
     return value if value > 0 else 1.0
 
