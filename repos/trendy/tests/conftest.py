@@ -22,6 +22,7 @@ TINY = {
     "sweep_repeats": 2,
     "hopf_sweep_a": (1.5,),
     "hopf_steps": 8,
+    "hopf_seeds": (0,),  # no extra Hopf-only seed: 0 is already among the seeds
     "workers": 1,
 }
 

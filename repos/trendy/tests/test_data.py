@@ -92,3 +92,18 @@ def test_folder_without_sequences_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["train", "--data", str(tmp_path / "empty")]) == 2
     assert "no subfolders" in capsys.readouterr().err
+
+
+def test_above_hopf_share_puts_more_training_draws_above_the_hopf_line(tiny):
+    from trendy import data, pde
+    from trendy.config import hopf_config
+
+    cfg = dataclasses.replace(hopf_config(tiny), n_train=400, n_test=50)
+    gen = torch.Generator().manual_seed(0)
+    share = {}
+    for s in (0.0, 0.5):
+        train, _ = data.sample_parameters(dataclasses.replace(cfg, above_hopf_share=s), gen)
+        above = train[:, 1] > pde.hopf_line(train[:, 0])
+        share[s] = float(above.float().mean())
+        assert (train[:, 1] <= pde.hopf_line(train[:, 0]) + cfg.b_over_hopf).all()
+    assert share[0.5] > share[0.0] + 0.15

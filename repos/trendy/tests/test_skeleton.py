@@ -22,7 +22,7 @@ from trendy.config import PRESETS, Config, validate
 PACKAGE = Path(cli.__file__).resolve().parent
 # meta.toml's gpu_smoke for this paper (the full preset at tiny size), rendered by tools/sync.py
 GPU_SMOKE = shlex.split(
-    "bench --preset full --seeds 0 --workers 1 --grid 8 --t-end 0.5 --n-frames 3 --euler-steps 2 --n-train 8 --n-test 4 --n-components 2 --hidden 8 --depth 1 --epochs 2 --tune-lr 1e-4 1e-3 --tune-sindy-threshold 0.05 2.0 --sweep-points 3 --sweep-repeats 1 --sweep-a 2.0 --hopf-sweep-a 1.8 --hopf-steps 2 --quiet",
+    "bench --preset full --seeds 0 --workers 1 --grid 8 --t-end 0.5 --n-frames 3 --euler-steps 2 --n-train 8 --n-test 4 --n-components 2 --hidden 8 --depth 1 --epochs 2 --tune-lr 1e-4 1e-3 --tune-sindy-threshold 0.05 2.0 --sweep-points 3 --sweep-repeats 1 --sweep-a 2.0 --hopf-sweep-a 1.8 --hopf-steps 2 --hopf-seeds 0 --quiet",
 )
 
 

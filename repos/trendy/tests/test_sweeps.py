@@ -77,3 +77,46 @@ def test_pattern_growth_averages_repeats_and_crosses_where_the_amplitude_grows()
     growth = bifurcation.pattern_growth(start, end, 2)
     assert growth.shape == (5,)
     assert abs(bifurcation.first_crossing(b, growth) - 2.25) < 0.1
+
+
+class LevelReducer:
+    """Stand-in reducer for the mean measurement: reduced state (1, <v>), so the state carries
+    B / A exactly as the Turing data's homogeneous start (A, B/A) does."""
+
+    def __call__(self, feats):
+        return torch.stack([torch.ones_like(feats[..., 1]), feats[..., 1]], -1)
+
+
+def reads(source: str, line: float):
+    """A rollout whose pattern (coordinate 0) grows past `line` of B, read from theta's B
+    ("theta") or from the initial state's level <v> times A ("state")."""
+
+    def rollout(s0, theta, u0, v0):
+        b = theta[:, 1] if source == "theta" else s0[:, 1] * theta[:, 0]
+        return torch.stack([torch.where(b > line, 2.0, 0.5), s0[:, 1]], -1)
+
+    return rollout
+
+
+def test_fixed_theta_and_fixed_state_controls_tell_which_input_gives_the_onset(monkeypatch):
+    """The issue's point 1: holding theta fixed breaks the onset of a model that reads theta and
+    leaves that of a model that reads the state; holding the state fixed does the opposite."""
+    monkeypatch.setattr(sweeps, "pattern_amplitude", lambda cfg, reducer, s: s[:, 0].numpy())
+    cfg = dataclasses.replace(
+        PRESETS["quick"], measurement="mean", sweep_a=(2.0,), sweep_points=41, grid=8
+    )
+    line = pde.turing_line(2.0, cfg.diffusion)
+    assert cfg.init_spread > 0  # the data's spread; the sweep itself starts at the steady state
+
+    def err(source, fix):
+        (row,) = sweeps.turing_sweep(cfg, LevelReducer(), reads(source, line), fix)
+        return bifurcation.relative_error(row["pred"], line)
+
+    gen = torch.Generator().manual_seed(0)
+    _, u0, v0, _ = sweeps._perturbed_states(cfg, LevelReducer(), 2.0, np.array([3.0, 4.0]), gen)
+    levels = torch.stack([u0.mean((-1, -2)), v0.mean((-1, -2))], 1)
+    want = torch.tensor([[2.0, 1.5]] * 4 + [[2.0, 2.0]] * 4)
+    assert torch.allclose(levels, want, atol=0.05)  # at the steady state, not the data's spread
+    assert err("theta", None) < 0.03 and err("state", None) < 0.03
+    assert err("theta", "theta") > 0.15 and err("theta", "state") < 0.03
+    assert err("state", "theta") < 0.03 and err("state", "state") > 0.15

@@ -48,7 +48,7 @@ def test_held_out_bands_never_reach_training(tiny):
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
     full = dataclasses.replace(
-        PRESETS["full"], device="cpu", quiet=True, **TINY, grid=16, dx=2.0, dt=0.025
+        PRESETS["full"], device="cpu", quiet=True, **TINY, grid=16, dx=2.0, dt=0.0125
     )
     assert PRESETS["full"].grid == 64 and PRESETS["full"].n_train == 2000
     assert math.isfinite(train_and_evaluate(full, tmp_path)["test_mse"])
@@ -73,7 +73,7 @@ def test_regime_labels_come_from_what_the_simulation_shows():
 def test_above_the_hopf_line_the_simulated_state_is_a_stationary_pattern(tiny):
     """Audit of the quick design (D_v/D_u = 8): the Turing pattern outgrows the Hopf oscillation,
     so the closed-form 'oscillation' regime never shows in a trajectory; labels follow the data."""
-    cfg = dataclasses.replace(tiny, t_end=50.0, n_frames=41)
+    cfg = dataclasses.replace(tiny, t_end=50.0, n_frames=41, init_spread=0.0)
     theta = torch.tensor(
         [[2.0, pde.hopf_line(2.0) + 0.2], [2.0, pde.turing_line(2.0, cfg.diffusion) - 0.2]]
     )

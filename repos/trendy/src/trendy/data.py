@@ -35,6 +35,11 @@ def sample_parameters(cfg: Config, gen: torch.Generator) -> tuple[torch.Tensor, 
     while sum(map(len, train)) < cfg.n_train or sum(map(len, test)) < cfg.n_test:
         theta = low + (high - low) * torch.rand(4 * (cfg.n_train + cfg.n_test), 2, generator=gen)
         if cfg.system == "brusselator":
+            if cfg.above_hopf_share > 0:  # a share of B redrawn between the line and the cap
+                redraw = torch.rand(len(theta), generator=gen) < cfg.above_hopf_share
+                line = pde.hopf_line(theta[:, 0])
+                above = line + cfg.b_over_hopf * torch.rand(len(theta), generator=gen)
+                theta[:, 1] = torch.where(redraw, above.clamp(max=high[1]), theta[:, 1])
             theta = theta[theta[:, 1] <= pde.hopf_line(theta[:, 0]) + cfg.b_over_hopf]
             held = in_band(theta, cfg)
             train.append(theta[~held])

@@ -77,23 +77,46 @@ def pde_rollout(cfg, reducer: node.Reducer) -> Rollout:
     return rollout
 
 
-def _perturbed_states(cfg, reducer, a, b, gen):
-    theta = torch.tensor([[a, bb] for bb in b for _ in range(cfg.sweep_repeats)])
-    u0, v0 = data.initial_fields(cfg, theta.float(), gen)
+def fixed_b(cfg, a: float) -> float:
+    """The B at which the fixed-theta and fixed-state controls hold the sweep: its midpoint."""
+    b = sweep_b(cfg, a)
+    return float((b[0] + b[-1]) / 2)
+
+
+def _perturbed_states(cfg, reducer, a, b, gen, level_b=None):
+    """Sweep inputs at A for each B: theta, perturbed homogeneous fields at the steady state
+    (at level_b's steady state for every B when given) and their reduced measurement."""
+    theta = torch.tensor([[a, bb] for bb in b for _ in range(cfg.sweep_repeats)]).float()
+    level = theta if level_b is None else torch.full_like(theta, level_b).index_fill(1, ZERO, a)
+    # the bifurcation readout starts at the steady state itself, whatever the data's spread
+    u0, v0 = data.initial_fields(dataclasses.replace(cfg, init_spread=0.0), level, gen)
     s0 = reducer(measure(cfg, torch.stack([u0, v0], 1)[:, None]))[:, 0]
-    return theta.float(), u0, v0, s0
+    return theta, u0, v0, s0
 
 
-def turing_sweep(cfg, reducer: node.Reducer, rollout: Rollout) -> list[dict]:
-    """Per A: the first B where the rolled-out pattern amplitude grows (nan if it never does)."""
+ZERO = torch.tensor([0])
+FIXES = (None, "theta", "state")
+
+
+def turing_sweep(cfg, reducer: node.Reducer, rollout: Rollout, fix: str | None = None):
+    """Per A: the first B where the rolled-out pattern amplitude grows (nan if it never does).
+
+    Controls (`fix`): "theta" rolls every B out with theta's B held at the sweep's midpoint
+    (`fixed_b`), so an onset found then is read from the state; "state" starts every B from
+    fields at the midpoint's steady state, so an onset found then is read from theta."""
+    if fix not in FIXES:
+        raise ValueError(f"fix must be one of {FIXES}, got {fix!r}")
     gen = torch.Generator().manual_seed(cfg.seed + 10_000)
     rows = []
     for a in cfg.sweep_a:
         b = sweep_b(cfg, a)
-        theta, u0, v0, s0 = _perturbed_states(cfg, reducer, a, b, gen)
+        level_b = fixed_b(cfg, a) if fix == "state" else None
+        theta, u0, v0, s0 = _perturbed_states(cfg, reducer, a, b, gen, level_b)
         start = pattern_amplitude(cfg, reducer, s0)
         pred = float("nan")
         if start is not None:
+            if fix == "theta":
+                theta = theta.clone().index_fill(1, torch.tensor([1]), fixed_b(cfg, a))
             end = pattern_amplitude(cfg, reducer, rollout(s0, theta, u0, v0))
             growth = bifurcation.pattern_growth(start, end, cfg.sweep_repeats)
             pred = bifurcation.first_crossing(b, growth)
@@ -137,8 +160,11 @@ def locate(cfg, model: node.ParamODE, reducer: node.Reducer) -> dict[str, list[d
     """The readouts of the lines named in cfg.bands, keyed turing, turing_jacobian, hopf."""
     out = {}
     if "turing" in cfg.bands:
-        out["turing"] = turing_sweep(cfg, reducer, node_rollout(cfg, model))
+        rollout = node_rollout(cfg, model)
+        out["turing"] = turing_sweep(cfg, reducer, rollout)
         out["turing_jacobian"] = turing_jacobian_sweep(cfg, model, reducer)
+        for fix in ("theta", "state"):
+            out[f"turing_{fix}_fixed"] = turing_sweep(cfg, reducer, rollout, fix)
     if "hopf" in cfg.bands:
         out["hopf"] = hopf_sweep(cfg, model, reducer)
     return out
