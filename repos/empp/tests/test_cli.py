@@ -3,6 +3,7 @@ clear message, the README quick start runs, the real-format loaders are reachabl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shlex
@@ -94,6 +95,18 @@ def test_real_format_loaders_are_reachable_from_train(tmp_path, capsys):
     md = ["train", "--task", "md", "--md17-npz", str(npz), "--out", str(tmp_path / "md")]
     assert main([*md, *_flags(TINY)]) == 0
     capsys.readouterr()
+    other = tmp_path / "mine"  # eval on a user's rMD17 folder
+    other.mkdir()
+    np.savez(
+        other / "rmd17_ethanol.npz",
+        nuclear_charges=frames[0].z,
+        coords=np.stack([f.pos for f in frames[:4]]),
+        energies=np.array([f.y["energy"] for f in frames[:4]]),
+        forces=np.stack([f.forces for f in frames[:4]]),
+    )
+    assert main(["eval", "--md17-npz", str(other), "--out", str(tmp_path / "md")]) == 0
+    shown = capsys.readouterr().out
+    assert "file_force_mae" in shown and "file_molecules" in shown
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"garbage")
     bad = ["train", "--task", "md", "--md17-npz", str(junk), "--out", str(tmp_path / "x")]
@@ -116,6 +129,21 @@ def test_qm9_csv_is_reachable_from_train(tmp_path, capsys):
     assert main(argv) == 0
     assert "val_mae" in json.loads((out / "metrics.json").read_text())
     capsys.readouterr()
+    # eval on a user's file in the same layout: every molecule of it, the run's normaliser
+    mine = tmp_path / "mine.csv"
+    data.write_qm9_csv(mine, data.qm9_like(5, max_heavy=5, hydrogens=True), start=500)
+    assert main(["eval", "--qm9-csv", str(mine), "--out", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "file_mae" in shown and "file_molecules" in shown
+    from empp.config import PRESETS
+    from empp.train import evaluate
+
+    again = evaluate(dataclasses.replace(PRESETS["quick"], qm9_csv=str(mine), quiet=True), out)
+    assert again["file_molecules"] == 5 and again["file_mae"] >= 0
+    wrong = ["eval", "--qm9-dir", str(tmp_path), "--out", str(out)]
+    assert main(wrong) == 2
+    err = capsys.readouterr().err.strip()
+    assert "trained on qm9-csv" in err and len(err.splitlines()) == 1
     nope = ["train", "--qm9-csv", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "y")]
     assert main([*nope, *_flags(TINY)]) == 2
     err = capsys.readouterr().err.strip()

@@ -164,3 +164,24 @@ def test_qm9_csv_errors_are_one_line(tmp_path):
     broken.write_text(good.read_text().replace("'C'", "'Xx'", 1))
     with pytest.raises(ValueError, match="unreadable molecule row"):
         data.read_qm9_csv(broken, 2)
+
+
+def test_rmd17_layout_and_folder_lookup(tmp_path):
+    """revised MD17 keys read like MD17's; a folder resolves md17_/rmd17_<molecule>.npz."""
+    frames = data.md_like("ethanol", 3, stride=2)
+    r = np.stack([f.pos for f in frames])
+    f = np.stack([fr.forces for fr in frames])
+    e = np.array([fr.y["energy"] for fr in frames])
+    np.savez(
+        tmp_path / "rmd17_ethanol.npz", nuclear_charges=frames[0].z, coords=r, energies=e, forces=f
+    )
+    path = data.md17_file(tmp_path, "ethanol")
+    assert path.name == "rmd17_ethanol.npz"
+    back = data.read_md17_npz(path)
+    assert len(back) == 3 and np.allclose(back[2].forces, f[2]) and np.allclose(back[0].pos, r[0])
+    assert back[1].y["energy"] == pytest.approx(e[1])
+    with pytest.raises(ValueError, match="aspirin"):
+        data.md17_file(tmp_path, "aspirin")
+    np.savez(tmp_path / "half.npz", coords=r, energies=e)
+    with pytest.raises(ValueError, match="nuclear_charges"):
+        data.read_md17_npz(tmp_path / "half.npz")

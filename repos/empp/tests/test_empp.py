@@ -21,6 +21,7 @@ from empp.empp import (
     radius_centres,
     radius_target,
 )
+from empp.model import SH_IRREPS as SH
 from empp.model import EquivariantNet, collate
 
 from .test_model import random_molecules
@@ -154,3 +155,88 @@ def test_conditioning_is_per_block_silu_then_linear():
     rows = torch.as_tensor(element_index(np.array([6, 8])))
     inner = torch.nn.functional.silu(cond.element(rows) + cond.label(gaussian_smearing(y)))
     torch.testing.assert_close(out[2], cond.per_block[2](inner))
+
+
+def _batch_and_targets(seed: int):
+    mols = random_molecules(3, seed=seed)
+    b = collate(mols, "e", 0.0, 1.0)
+    first = torch.tensor([0, len(mols[0].z), len(mols[0].z) + len(mols[1].z)])
+    return b, b.pos[first] + torch.tensor([0.9, -0.6, 0.4])  # a masked atom near each molecule
+
+
+def test_empp_loss_matches_a_direct_computation():
+    """Direction: KL(softmax(Y(u).Y(grid) / T) || log_softmax(logits / T)) with u the unit vector
+    from each neighbour to the masked atom; radius: KL of the smoothed bins; mean over edges."""
+    from types import SimpleNamespace
+
+    from empp.empp import empp_loss
+
+    b, targets = _batch_and_targets(7)
+    net = EquivariantNet("8x0e+4x1o+2x2e", 1, 4.0, 6)
+    head = PositionHead(net.irreps, 4, (10, 11), 32)
+    _, h = net(b)
+    cfg = SimpleNamespace(head_cutoff=2.5, temperature=0.1, num_radius_bins=32, radius_max=6.0)
+    loss, _ = empp_loss(head, h, b.pos, b.batch, targets, cfg)
+    pairs = [
+        (i, g)
+        for g in range(3)
+        for i in range(len(b.pos))
+        if b.batch[i] == g and float((b.pos[i] - targets[g]).norm()) < 2.5
+    ]
+    grid = head.grid_directions()
+    kw = {"normalize": True, "normalization": "integral"}
+    total = []
+    for i, g in pairs:
+        rel = targets[g] - b.pos[i]
+        coeffs = head.coefficients(h[i : i + 1])
+        log_dir = torch.log_softmax(head.direction_logits(coeffs)[0] / 0.1, -1)
+        sh = o3.spherical_harmonics(SH, rel / rel.norm(), **kw)
+        t_dir = torch.softmax((o3.spherical_harmonics(SH, grid, **kw) @ sh) / 0.1, -1)
+        centres = torch.linspace(0, 6.0, 32)
+        t_rad = torch.softmax(torch.exp(-0.3 * ((centres - rel.norm()) / 0.5) ** 2), -1)
+        log_rad = torch.log_softmax(head.radius_mlp(coeffs[:, :, 0])[0], -1)
+        kl = torch.nn.functional.kl_div
+        total.append(kl(log_dir, t_dir, reduction="sum") + kl(log_rad, t_rad, reduction="sum"))
+    assert len(pairs) > 3
+    torch.testing.assert_close(loss, torch.stack(total).mean(), rtol=1e-4, atol=1e-5)
+
+
+def test_reconstruct_recovers_the_masked_atom_from_perfect_predictions():
+    """With the targets as predictions, the read-out lands within a grid cell (times the
+    distance) and a radius bin of the true position; far better than the neighbours' centroid."""
+    from types import SimpleNamespace
+
+    from empp.empp import empp_loss, reconstruct
+
+    b, targets = _batch_and_targets(8)
+    net = EquivariantNet("8x0e+4x1o+2x2e", 1, 4.0, 6)
+    head = PositionHead(net.irreps, 4, (40, 41), 128)
+    _, h = net(b)
+    cfg = SimpleNamespace(head_cutoff=3.0, temperature=0.1, num_radius_bins=128, radius_max=6.0)
+    _, out = empp_loss(head, h, b.pos, b.batch, targets, cfg)
+    perfect = {**out, "log_dir": out["t_dir"].log(), "log_rad": out["t_rad"].log()}
+    guess = reconstruct(b.pos, perfect, 3)
+    centroid = reconstruct(b.pos, {**out, "centres": out["centres"] * 0}, 3)
+    cell = math.hypot(math.pi / 40, 2 * math.pi / 41)
+    dist = (targets[out["copy"]] - b.pos[out["atom"]]).norm(dim=-1)
+    bound = torch.zeros(3).scatter_reduce_(0, out["copy"], dist * cell + 6.0 / 127, "amax")
+    err = (guess - targets).norm(dim=-1)
+    assert (err <= bound).all(), (err, bound)
+    assert (err < 0.5 * (centroid - targets).norm(dim=-1)).all()
+
+
+def test_head_mlps_are_the_official_linear_layers():
+    """Official `fc_logit` / `fc_radius`: nn.Linear with biases, plain SiLU (not e3nn's
+    bias-free FullyConnectedNet with a rescaled SiLU)."""
+    head = PositionHead(o3.Irreps("4x0e+2x1o"), 5, (6, 7), 12)
+    x = torch.randn(3, 5)
+    for mlp, sizes in ((head.point_mlp, (5, 16, 1)), (head.radius_mlp, (5, 64, 12))):
+        first, last = mlp[0], mlp[2]
+        assert (first.in_features, first.out_features, last.out_features) == sizes
+        assert first.bias is not None and last.bias is not None
+        want = torch.nn.functional.silu(x @ first.weight.T + first.bias) @ last.weight.T + last.bias
+        torch.testing.assert_close(mlp(x), want)
+    e3 = PositionHead(o3.Irreps("4x0e+2x1o"), 5, (6, 7), 12, mlp="e3nn")
+    assert sum(p.numel() for p in e3.point_mlp.parameters()) == 5 * 16 + 16
+    with pytest.raises(ValueError, match="head_mlp"):
+        PositionHead(o3.Irreps("4x0e+2x1o"), 5, (6, 7), 12, mlp="mystery")

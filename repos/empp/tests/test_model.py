@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from e3nn import o3
 
@@ -93,3 +94,20 @@ def test_bessel_basis_matches_the_closed_form():
     want = np.sqrt(2 / 4.0) * torch.sin(n * r[:, None]) / r[:, None] * env[:, None]
     want[r >= 4.0] = 0.0
     torch.testing.assert_close(got, want.float(), rtol=1e-4, atol=1e-5)
+
+
+def test_avg_neighbors_is_the_mean_neighbour_count_without_self_pairs():
+    net = EquivariantNet("8x0e+2x1o", 1, 3.0, 4)
+    mols = random_molecules(4, seed=9)
+    count = sum(
+        sum(
+            1
+            for i in range(len(m.z))
+            for j in range(len(m.z))
+            if i != j and np.linalg.norm(m.pos[i] - m.pos[j]) < 3.0
+        )
+        for m in mols
+    )
+    want = max(count / sum(len(m.z) for m in mols), 1.0)
+    assert net.set_avg_neighbors(mols) == pytest.approx(want)
+    assert float(net.avg_neighbors) == pytest.approx(want)

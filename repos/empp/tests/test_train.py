@@ -74,6 +74,11 @@ def test_training_lowers_the_loss_on_md(tiny, tmp_path):
 
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
+    """The full preset is the paper's QM9 setting (real QM9, its split sizes, Equiformer width,
+    the paper's head); here one step of it on CPU with a handful of molecules."""
+    paper = PRESETS["full"]
+    assert paper.qm9_csv == "qm9pack" and (paper.n_train, paper.n_test) == (110000, 10831)
+    assert (paper.grid_beta, paper.grid_alpha, paper.head_channels) == (100, 101, 32)
     small = {k: TINY[k] for k in ("n_train", "n_test", "batch_size", "epochs", "quiet")}
     full = dataclasses.replace(PRESETS["full"], device="cpu", **small)
     validate(full)
@@ -119,3 +124,69 @@ def test_paper_preset_reads_the_installed_qm9pack_tables():
     assert paper.qm9_csv == "qm9pack" and paper.tasks == ("qm9",) and len(paper.lr_grid) >= 2
     assert paper.n_val > 0 and len(paper.seeds) >= 3
     assert len(sorted(data.qm9pack_folder().glob("qm9_part*.csv"))) == 3
+
+
+def test_no_test_molecule_reaches_standardisation_or_pretraining(tiny, tmp_path, monkeypatch):
+    """Label standardisation uses the training labels only (mean and std), and EMPP
+    pre-training sees the unlabelled pool and the training geometries, never test or val."""
+    import numpy as np
+
+    from empp import train as train_mod
+
+    seen: dict = {}
+    real_norm, real_pre = train_mod.normaliser, train_mod.pretrain
+
+    def spy_norm(mols, key):
+        out = real_norm(mols, key)
+        seen.setdefault("norm", (mols, out))
+        return out
+
+    def spy_pre(net, aux, cfg, mols, *args):
+        seen["pre"] = list(mols)
+        return real_pre(net, aux, cfg, mols, *args)
+
+    monkeypatch.setattr(train_mod, "normaliser", spy_norm)
+    monkeypatch.setattr(train_mod, "pretrain", spy_pre)
+    cfg = dataclasses.replace(tiny, method="empp_pretrain", n_val=2)
+    train, val, test, key, _, pool = load_split(cfg)
+    train_and_evaluate(cfg, tmp_path)
+    ids = lambda ms: {m.pos.tobytes() for m in ms}
+    used, (_, mean, std) = seen["norm"]
+    assert ids(used) == ids(train)
+    labels = np.array([m.y[key] for m in train])
+    assert mean == pytest.approx(labels.mean()) and std == pytest.approx(labels.std(), rel=1e-6)
+    assert ids(seen["pre"]) == ids(pool) | ids(train)
+    assert not ids(seen["pre"]) & ids(test + val)
+
+
+def test_full_preset_md_part_reads_an_md17_folder(tmp_path):
+    """The full preset's MD part is the paper's MD17 setting: an rMD17 file of md_molecule
+    (aspirin) from a folder, energy + forces, the paper's EMPP head, one step on CPU."""
+    import numpy as np
+
+    from empp import data
+
+    frames = data.md_like("aspirin", 6, stride=2)
+    folder = tmp_path / "md17"
+    folder.mkdir()
+    np.savez(
+        folder / "rmd17_aspirin.npz",
+        nuclear_charges=frames[0].z,
+        coords=np.stack([f.pos for f in frames]),
+        energies=np.array([f.y["energy"] for f in frames]),
+        forces=np.stack([f.forces for f in frames]),
+    )
+    full = dataclasses.replace(
+        PRESETS["full"],
+        device="cpu",
+        task="md",
+        method="empp",
+        md17_npz=str(folder),
+        md_n_train=4,
+        md_n_test=2,
+        batch_size=2,
+        epochs=1,
+        quiet=True,
+    )
+    metrics = train_and_evaluate(validate(full), tmp_path / "run")
+    assert math.isfinite(metrics["force_mae"]) and math.isfinite(metrics["pos_error"])

@@ -260,8 +260,28 @@ def write_qm9_xyz(path: str | Path, mol: Molecule, props: dict[str, float], inde
     Path(path).write_text(text + "\n")
 
 
+MD17_KEYS = {  # layout -> (atomic numbers, positions, energies, forces); both kcal/mol(/A), A
+    "MD17": ("z", "R", "E", "F"),
+    "rMD17": ("nuclear_charges", "coords", "energies", "forces"),
+}
+
+
+def md17_file(path: str | Path, molecule: str) -> Path:
+    """An MD17 / rMD17 .npz file, or in a folder the one for `molecule` under its standard
+    names (md17_<m>.npz, rmd17_<m>.npz, <m>_dft.npz, <m>.npz)."""
+    p = Path(path)
+    if not p.is_dir():
+        return p
+    names = (f"md17_{molecule}.npz", f"rmd17_{molecule}.npz", f"{molecule}_dft.npz")
+    for name in (*names, f"{molecule}.npz"):
+        if (p / name).is_file():
+            return p / name
+    raise ValueError(f"{path}: no {' / '.join(names)} for md_molecule {molecule!r}")
+
+
 def read_md17_npz(path: str | Path) -> list[Molecule]:
-    """An MD17 .npz trajectory: z (n,), R (T, n, 3), E (T,) or (T, 1), F (T, n, 3)."""
+    """An MD17 .npz trajectory (z (n,), R (T, n, 3), E (T,) or (T, 1), F (T, n, 3)) or the same
+    in the revised-MD17 layout (nuclear_charges, coords, energies, forces)."""
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such MD17 .npz file")
     try:
@@ -271,10 +291,15 @@ def read_md17_npz(path: str | Path) -> list[Molecule]:
     if not hasattr(d, "files"):
         raise ValueError(f"{path}: a single array, not an .npz archive with z, R, E, F")
     with d:
-        missing = [k for k in ("z", "R", "E", "F") if k not in d]
+        keys = MD17_KEYS["rMD17"] if "coords" in d else MD17_KEYS["MD17"]
+        missing = [k for k in keys if k not in d]
         if missing:
-            raise ValueError(f"{path}: missing arrays {missing}; expected z, R, E, F")
-        z, r, e, f = d["z"].astype(int), d["R"], d["E"].reshape(-1), d["F"]
+            raise ValueError(
+                f"{path}: missing arrays {missing}; expected z, R, E, F (MD17) or "
+                "nuclear_charges, coords, energies, forces (rMD17)"
+            )
+        z, r, e, f = (d[k] for k in keys)
+        z, e = z.astype(int), e.reshape(-1)
     if r.ndim != 3 or r.shape[1:] != (len(z), 3) or f.shape != r.shape or len(e) != len(r):
         raise ValueError(
             f"{path}: z has {len(z)} atoms but R {r.shape}, F {f.shape}, E {e.shape} disagree"
@@ -339,11 +364,12 @@ def _csv_molecule(row: dict[str, str], where: str) -> Molecule:
     return Molecule(z, pos, y)
 
 
-def read_qm9_csv(path: str | Path, n: int) -> list[Molecule]:
+def read_qm9_csv(path: str | Path, n: int | None) -> list[Molecule]:
     """n DFT QM9 molecules (hydrogens included) from CSV tables in the qm9pack layout.
 
     `path` is one .csv file, a folder of them (qm9pack's `qm9_part*.csv`), or 'qm9pack' for the
-    installed wheel's data. The n molecules are those with the smallest fixed hash of their
+    installed wheel's data (n None: every molecule). The n molecules are those with the
+    smallest fixed hash of their
     `Index`, in that order, so the subset is a uniform sample of QM9, and the first n of a larger
     n are the same molecules. Labels: gap and u0 in eV (u0 with per-element reference energies
     regressed out over the n molecules, as for the QM9-like set), mu in Debye.
@@ -360,14 +386,14 @@ def read_qm9_csv(path: str | Path, n: int) -> list[Molecule]:
                     raise ValueError(f"{file}: not a qm9pack QM9 table, missing columns {missing}")
                 for line, row in enumerate(reader, start=2):
                     item = (-_hash_rank(row["Index"] or ""), f"{file}:{line}", row)
-                    if len(best) < n:
+                    if n is None or len(best) < n:
                         heapq.heappush(best, item)
                     elif item[0] > best[0][0]:
                         heapq.heapreplace(best, item)
         except (UnicodeDecodeError, csv.Error) as exc:
             raise ValueError(f"{file}: not a readable CSV file ({type(exc).__name__})") from None
-    if len(best) < n:
-        raise ValueError(f"{path}: holds {len(best)} molecules, need {n}")
+    if n is not None and len(best) < n or not best:
+        raise ValueError(f"{path}: holds {len(best)} molecules, need {n or 1}")
     mols = [_csv_molecule(row, where) for _, where, row in sorted(best, reverse=True)]
     counts = np.array([[np.sum(m.z == e) for e in ELEMENTS] for m in mols], dtype=float)
     energy = np.array([m.y["u0"] for m in mols])

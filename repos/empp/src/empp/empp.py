@@ -104,12 +104,35 @@ def equivariant_layer_norm(x: torch.Tensor, irreps: o3.Irreps, eps: float = 1e-5
     return torch.cat(parts, dim=1)
 
 
+HEAD_MLPS = ("official", "e3nn")
+
+
+def head_mlp(sizes: list[int], kind: str) -> nn.Module:
+    """The head's two small MLPs. "official": nn.Linear with biases and plain SiLU, as the
+    official `pos_prediction` (`fc_logit`, `fc_radius`); "e3nn": e3nn's FullyConnectedNet (no
+    biases, variance-preserving rescaled SiLU), what earlier versions of this project used."""
+    if kind == "official":
+        return nn.Sequential(
+            nn.Linear(sizes[0], sizes[1]), nn.SiLU(), nn.Linear(sizes[1], sizes[2])
+        )
+    if kind == "e3nn":
+        return FullyConnectedNet(sizes, nn.functional.silu)
+    raise ValueError(f"head_mlp must be one of {HEAD_MLPS}, got {kind!r}")
+
+
 class PositionHead(nn.Module):
     """Per-neighbour head (official `pos_prediction`): LayerNorm -> Linear -> Gate -> Linear to
     C x (0e + 1o + 2e) spherical functions; direction logits = MLP over C at each S2 point,
     radius log-probabilities = MLP of the C scalars over the radius bins."""
 
-    def __init__(self, irreps_node: o3.Irreps, channels: int, res: tuple[int, int], bins: int):
+    def __init__(
+        self,
+        irreps_node: o3.Irreps,
+        channels: int,
+        res: tuple[int, int],
+        bins: int,
+        mlp: str = "official",
+    ):
         super().__init__()
         self.irreps = o3.Irreps(irreps_node)
         self.channels = channels
@@ -120,8 +143,8 @@ class PositionHead(nn.Module):
         self.to_grid = o3.ToS2Grid(2, res, normalization="integral")
         # ToS2Grid applied to the 9 basis vectors: one matmul instead of an FFT per call.
         self.register_buffer("grid_basis", self.to_grid(torch.eye(SH_IRREPS.dim)).flatten(1))
-        self.point_mlp = FullyConnectedNet([channels, 16, 1], nn.functional.silu)
-        self.radius_mlp = FullyConnectedNet([channels, 64, bins], nn.functional.silu)
+        self.point_mlp = head_mlp([channels, 16, 1], mlp)
+        self.radius_mlp = head_mlp([channels, 64, bins], mlp)
 
     def coefficients(self, h: torch.Tensor) -> torch.Tensor:
         """(E, C, 9) spherical-harmonic coefficients of C functions per neighbour edge."""
@@ -193,6 +216,7 @@ def empp_loss(head: PositionHead, h, pos, batch, masked_pos, cfg) -> tuple[torch
     t_rad = radius_target(dist, centres)
     loss = kl_divergence(t_dir, log_dir).mean() + kl_divergence(t_rad, log_rad).mean()
     extras = {"atom": atom, "copy": copy, "log_dir": log_dir, "log_rad": log_rad}
+    extras |= {"t_dir": t_dir, "t_rad": t_rad}
     return loss, {**extras, "grid": grid, "centres": centres}
 
 

@@ -18,6 +18,7 @@ def before_import(cfg: Config) -> None:
 
 COMMANDS = standard(
     train="train --method on --task with one seed; save the model and metrics in --out",
-    eval="reload the model saved in --out and evaluate it again on the run's test split",
+    eval="reload the model saved in --out and evaluate it again on the run's test split "
+    "(and on every molecule of a user's --qm9-csv / --qm9-dir / --md17-npz file)",
 )
 # No SPLITS_BY_SEED: the bench tunes each arm's lr on the first seed and reuses that run.

@@ -81,11 +81,10 @@ def load_split(cfg: Config) -> tuple[list, list, list, str, str, list]:
     else:
         n_train, n = cfg.md_n_train, cfg.md_n_train + cfg.md_n_test
         if cfg.md17_npz:
-            mols = tuple(data.read_md17_npz(cfg.md17_npz))
+            path = data.md17_file(cfg.md17_npz, cfg.md_molecule)
+            mols = tuple(data.read_md17_npz(path))
             if len(mols) < n:
-                raise ValueError(
-                    f"{cfg.md17_npz}: {len(mols)} frames, need md_n_train + md_n_test = {n}"
-                )
+                raise ValueError(f"{path}: {len(mols)} frames, need md_n_train + md_n_test = {n}")
             mols = mols[:: max(len(mols) // n, 1)][:n]
         else:
             mols = _md(cfg.md_molecule, n, cfg.md_temperature, cfg.md_stride)
@@ -115,7 +114,9 @@ def build(cfg: Config, readout: str) -> tuple[torch.nn.Module, torch.nn.ModuleDi
     if cfg.method in HEAD_ARMS:
         aux["cond"] = Conditioning(net.n_scalars, cfg.method == "empp", cfg.num_layers)
         res = (cfg.grid_beta, cfg.grid_alpha)
-        aux["head"] = PositionHead(net.irreps, cfg.head_channels, res, cfg.num_radius_bins)
+        aux["head"] = PositionHead(
+            net.irreps, cfg.head_channels, res, cfg.num_radius_bins, cfg.head_mlp
+        )
     elif cfg.method == "denoise":
         aux["head"] = DenoiseHead(net.irreps)
     elif cfg.method == "element_mask":
@@ -347,4 +348,39 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     if val:
         metrics["val_mae"] = errors(net, run_cfg, val, norm, md)["mae"]
     metrics["params"] = float(sum(p.numel() for p in net.parameters()))
+    user = user_file(cfg, run_cfg)
+    if user:
+        mols = user_molecules(run_cfg, user)
+        metrics |= {f"file_{k}": v for k, v in errors(net, run_cfg, mols, norm, md).items()}
+        metrics["file_molecules"] = float(len(mols))
     return metrics
+
+
+def user_file(cfg: Config, run_cfg: Config) -> str:
+    """The data file given to `eval` that the run was not trained on (empty: none), in the
+    format the run was trained on (same label units): an MD17 / rMD17 file or folder for an MD
+    run, a qm9pack-layout CSV for a qm9-csv run, a folder of .xyz files for a qm9-dir run."""
+    fields = ("md17_npz",) if run_cfg.task == "md" else ("qm9_csv", "qm9_dir")
+    for field in fields:
+        given = getattr(cfg, field)
+        if not given or given == getattr(run_cfg, field):
+            continue
+        trained = "qm9_csv" if run_cfg.qm9_csv else "qm9_dir" if run_cfg.qm9_dir else ""
+        if run_cfg.task == "qm9" and field != trained:
+            where = trained.replace("_", "-") or "the rdkit QM9-like set"
+            raise ValueError(
+                f"--{field.replace('_', '-')} {given}: this run was trained on {where}; eval "
+                "reads a user's file only in the format (and label units) it was trained on"
+            )
+        return f"{field}={given}"
+    return ""
+
+
+def user_molecules(run_cfg: Config, user: str) -> list:
+    """Every molecule of the user's file (eval on a user's file); labels as in training."""
+    field, path = user.split("=", 1)
+    if field == "md17_npz":
+        return data.read_md17_npz(data.md17_file(path, run_cfg.md_molecule))
+    if field == "qm9_dir":
+        return data.read_qm9_folder(path)
+    return data.read_qm9_csv(path, None)
