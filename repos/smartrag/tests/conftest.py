@@ -33,6 +33,7 @@ TINY = {
     "seeds": (0, 1),
     "swap_retriever": False,
     "quiet": True,
+    "workers": 1,
 }
 
 

@@ -127,3 +127,37 @@ def test_ppo_raises_reward_on_a_tiny_bandit_end_to_end():
     log = ppo_train(policy, copy.deepcopy(policy), codec, NoRetriever(), questions, settings, 0)
     first, last = log[0]["reward"], float(np.mean([r["reward"] for r in log[-3:]]))
     assert first < -0.5 and last > first + 0.8 and last > 0, [r["reward"] for r in log]
+
+
+def test_ppo_end_to_end_stops_retrieving_on_a_known_question():
+    """ppo_train from a warm-up that over-retrieves: on a head question the LM can answer
+    closed-book (EM + F1 = 2), a retrieval only costs alpha before the same answer, so PPO must
+    raise the reward and lower p([SEARCH]) (the paper's decision, learnt from the environment).
+    With a flipped advantage p([SEARCH]) rises instead."""
+    from types import SimpleNamespace
+
+    from smartrag.env import prompt
+    from smartrag.rollout import search_probability
+    from smartrag.warmup import fit_lm
+
+    torch.manual_seed(0)
+    codec = Codec(build_tokenizer(BANDIT_WORDS))
+    policy = Policy.from_config(len(BANDIT_WORDS), 1, 16, 2, 24)
+    p0, p1 = prompt("what", []), prompt("what", ["red"])
+    sft = [(f"{p0} [SEARCH] what <eos>", p0)] * 7 + [(f"{p0} [ANSWER] red <eos>", p0)] * 3
+    sft += [(f"{p1} [ANSWER] red <eos>", p1)] * 10
+    warm = SimpleNamespace(lm_lr=1e-2, lm_batch=32)
+    fit_lm(policy, codec, sft, 150, warm, np.random.default_rng(0))
+    start = float(search_probability(policy, codec, codec.encode([p0]))[0])
+    settings = PPOSettings(
+        iterations=10, batch=32, epochs=2, minibatch=32, lr=5e-3, clip=0.2, vf_coef=0.5,
+        gamma=1.0, lam=0.95, kl_init=0.001, kl_target=0.2, kl_horizon=10000, max_grad_norm=1.0,
+        quota=1, top_k=1, alpha=0.5, max_new=3,
+    )  # fmt: skip
+    questions = [Question("what", ("red",), head=True)] * 32
+    log = ppo_train(policy, copy.deepcopy(policy), codec, NoRetriever(), questions, settings, 0)
+    end = float(search_probability(policy, codec, codec.encode([p0]))[0])
+    first, last = log[0]["reward"], float(np.mean([r["reward"] for r in log[-3:]]))
+    assert 0.4 < start < 0.95, start  # the warm-up over-retrieves
+    assert end < start - 0.3 and end < 0.3, (start, end)
+    assert last > first + 0.1, [r["reward"] for r in log]

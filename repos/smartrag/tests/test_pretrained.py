@@ -5,6 +5,7 @@ Nothing is downloaded (HF_HUB_OFFLINE=1, set in conftest)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -80,3 +81,65 @@ def test_pretrained_folder_trains_end_to_end(llama, tiny, tmp_path, lora_r):
 def test_missing_policy_folder_is_a_clear_error(tmp_path, capsys):
     assert main(["train", "--policy-path", str(tmp_path / "nope"), "--out", str(tmp_path)]) == 2
     assert "policy folder" in capsys.readouterr().err
+
+
+def test_cloze_label_decodes_multi_token_answers(llama, tiny, monkeypatch):
+    """Under a BPE tokenizer answers span several tokens: the cloze label decodes until <eos>
+    and compares after normalisation, so an LM that completes every fact correctly knows all."""
+    from smartrag import warmup
+
+    world, codec, _ = build(dataclasses.replace(tiny, policy_path=llama))
+    qs = world.train[:8]
+    ids = [codec.encode([f"the {q.answers[0]} ? <eos>"])[0] for q in qs]  # normalised away
+    assert any(len(i) > 2 for i in ids)  # some answer is more than one token plus <eos>
+    monkeypatch.setattr(warmup, "generate", lambda *a, **k: ids)
+    assert warmup.cloze_correct(None, codec, world, qs, 6).all()
+    wrong = [codec.encode([f"{q.answers[0]} {q.answers[0]} <eos>"])[0] for q in qs]
+    monkeypatch.setattr(warmup, "generate", lambda *a, **k: wrong)
+    assert not warmup.cloze_correct(None, codec, world, qs, 6).any()
+
+
+def _popqa_files(folder, cfg):
+    """A PopQA-format question file (possible_answers as a JSON string, s_pop, subj, prop) and
+    a JSONL corpus, written from the synthetic world of cfg."""
+    world = make_world(
+        cfg.n_entities, cfg.n_values, cfg.n_distractors, cfg.head_frac, cfg.zipf_s, cfg.seed
+    )
+    rows = [
+        {"question": q.text, "possible_answers": json.dumps(list(q.answers)),
+         "s_pop": float(world.popularity[q.entity] * 1000), "subj": world.names[q.entity],
+         "prop": q.rewrite.split()[-1]}
+        for q in world.questions
+    ]  # fmt: skip
+    qf, cf = folder / "popqa.jsonl", folder / "corpus.jsonl"
+    qf.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    cf.write_text("\n".join(json.dumps({"text": d}) for d in world.documents) + "\n")
+    return str(qf), str(cf), len(rows)
+
+
+def test_train_and_eval_read_popqa_files_with_a_pretrained_lm(llama, tiny, tmp_path, capsys):
+    qf, cf, n = _popqa_files(tmp_path, tiny)
+    cfg = dataclasses.replace(tiny, policy_path=llama, questions=qf, corpus=cf, seeds=(0,))
+    world, _, _ = build(cfg)
+    assert world.source == qf and len(world.questions) == n and world.names == ()
+    head_share = sum(q.head for q in world.questions) / n  # the top head_frac by s_pop
+    assert abs(head_share - tiny.head_frac) < 0.1, head_share
+    assert world.test[0].rewrite.split()[-1] in ("born", "works", "color")
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert math.isfinite(metrics["smartrag/em"]) and "sft_only_tuned/em" in metrics
+    assert main(["eval", "--out", str(tmp_path / "run"), "--quiet"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["smartrag/em"] == metrics["smartrag/em"]
+
+
+def test_questions_without_corpus_is_a_clear_error(tmp_path, capsys):
+    qf = tmp_path / "q.jsonl"
+    qf.write_text('{"question": "where ?", "answers": ["x"]}\n')
+    assert main(["train", "--questions", str(qf), "--out", str(tmp_path / "r")]) == 2
+    assert "--corpus" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "where ?", "answers": ["x"], "s_pop": "many"}\n')
+    (tmp_path / "c.jsonl").write_text('{"text": "x"}\n')
+    args = ["train", "--questions", str(bad), "--corpus", str(tmp_path / "c.jsonl")]
+    assert main([*args, "--out", str(tmp_path / "r2")]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err

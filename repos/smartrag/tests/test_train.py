@@ -12,6 +12,7 @@ from smartrag.config import PRESETS
 from smartrag.train import METHODS, deterministic, evaluate, train_and_evaluate
 
 from .conftest import TINY
+from .test_pretrained import _popqa_files, save_tiny_llama
 
 
 def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
@@ -21,7 +22,8 @@ def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
         assert (tmp_path / "run" / name).exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     rows = {k.split("/")[0] for k in metrics}
-    assert rows == set(METHODS) | {"modular_raw_query", "smartrag_shuffled_docs"}
+    tuned = {f"{m}_tuned" for m in ("sft_only", "modular", "modular_raw_query", "smartrag")}
+    assert rows == set(METHODS) | {"modular_raw_query", "smartrag_shuffled_docs"} | tuned
     # eval: the saved checkpoints, reloaded, give every evaluation metric of train again
     again = evaluate(dataclasses.replace(PRESETS["quick"], quiet=True), tmp_path / "run")
     assert deterministic(again) and deterministic(again).items() <= deterministic(metrics).items()
@@ -39,20 +41,18 @@ def test_same_seed_same_numbers(tiny, tmp_path):
 
 
 def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
-    keep = ("n_layer", "d_model", "n_head", "pretrain_steps", "sft_steps", "ppo_iterations")
-    shrink = {k: v for k, v in TINY.items() if k not in keep}
-    full = dataclasses.replace(
-        PRESETS["full"],
-        device="cpu",
-        **shrink,
-        pretrain_steps=1,
-        sft_steps=1,
-        ppo_iterations=1,
-        d_model=64,
-    )  # the full preset's depth, heads, top-k and quota; only the width is shrunk
-    assert full.quota == 2 and full.n_layer == 6
-    metrics = train_and_evaluate(full, tmp_path)
-    assert math.isfinite(metrics["smartrag/em"])
+    """The full preset is the paper's setting (a local causal LM with LoRA, PopQA files, tau =
+    0.5); here with a tiny random Llama and PopQA-format files the test writes, on the CPU."""
+    full = PRESETS["full"]
+    assert full.lora_r > 0 and full.tau == 0.5 and full.decision == "full" and full.quota == 1
+    shrink = {k: v for k, v in TINY.items() if k not in ("n_layer", "d_model", "n_head")}
+    tiny = dataclasses.replace(full, device="cpu", out=str(tmp_path / "runs"), **shrink)
+    save_tiny_llama(tmp_path / "llama", tiny)
+    qf, cf, _ = _popqa_files(tmp_path, tiny)
+    cfg = dataclasses.replace(tiny, policy_path=str(tmp_path / "llama"), questions=qf, corpus=cf,
+                              lora_r=4, ppo_iterations=1, sft_steps=1, max_new=8)  # fmt: skip
+    metrics = train_and_evaluate(cfg, tmp_path / "run")
+    assert math.isfinite(metrics["smartrag/em"]) and math.isfinite(metrics["smartrag/f1"])
 
 
 def test_eval_names_a_damaged_run_file(tiny, tmp_path):
@@ -65,3 +65,7 @@ def test_eval_names_a_damaged_run_file(tiny, tmp_path):
     ckpt.write_bytes(ckpt.read_bytes()[:40])
     with pytest.raises(ValueError, match=f"^{ckpt}: corrupt checkpoint"):
         evaluate(tiny, run)
+    sft = run / "sft.safetensors"  # train --resume with a damaged warm-up checkpoint
+    sft.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match=f"^{sft}: corrupt checkpoint"):
+        train_and_evaluate(dataclasses.replace(tiny, ppo_iterations=1, resume=True), run)

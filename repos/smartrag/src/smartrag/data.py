@@ -53,6 +53,9 @@ class World:
     val_idx: np.ndarray
     """Held out from training, used only to pick tau (equal tuning of every method)."""
     test_idx: np.ndarray
+    source: str = "synthetic"
+    """"synthetic" (make_world) or the question file a world was read from (world_from_files):
+    such a world has no pretraining text; the LM's own closed-book answers label what it knows."""
 
     @property
     def train(self) -> list[Question]:
@@ -168,6 +171,7 @@ def vocabulary(world: World) -> list[str]:
         words.update(text.split())
     for q in world.questions:
         words.update(q.text.split())
+        words.update(w for a in q.answers for w in a.split())
     return SPECIAL + sorted(words - set(SPECIAL))
 
 
@@ -187,7 +191,13 @@ def _answers_of(row: dict, where: str) -> tuple[str, ...]:
 
 
 def load_questions_jsonl(path: str | Path) -> list[Question]:
-    """Read PopQA- or HotpotQA-style JSONL: `question` plus `possible_answers`/`answer(s)`."""
+    """Read PopQA- or HotpotQA-style JSONL: `question` plus `possible_answers`/`answer(s)`.
+    PopQA's `subj` and `prop` give the rewrite (the query "subject property"; the question
+    itself without them) and `s_pop` the popularity (`popularity_of`)."""
+    return [q for q, _ in _read_questions(path)]
+
+
+def _read_questions(path: str | Path) -> list[tuple[Question, float]]:
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"question file {path} does not exist")
@@ -195,13 +205,57 @@ def load_questions_jsonl(path: str | Path) -> list[Question]:
     for i, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue
-        row = _json_row(line, f"{path}:{i}")
+        where = f"{path}:{i}"
+        row = _json_row(line, where)
         if not isinstance(row.get("question"), str) or not row["question"].strip():
-            raise ValueError(f"{path}:{i}: missing field 'question' (a non-empty string)")
-        out.append(Question(text=row["question"], answers=_answers_of(row, f"{path}:{i}")))
+            raise ValueError(f"{where}: missing field 'question' (a non-empty string)")
+        subj, prop = row.get("subj"), row.get("prop")
+        rewrite = f"{subj} {prop}" if isinstance(subj, str) and isinstance(prop, str) else ""
+        pop = row.get("s_pop", float("nan"))
+        if not isinstance(pop, (int, float)) or isinstance(pop, bool):
+            raise ValueError(f"{where}: 's_pop' must be a number, got {pop!r}")  # noqa: TRY004 (user input)
+        q = Question(row["question"], _answers_of(row, where), rewrite=rewrite or row["question"])
+        out.append((q, float(pop)))
     if not out:
         raise ValueError(f"question file {path} holds no questions")
     return out
+
+
+def world_from_files(
+    questions_path: str | Path, corpus_path: str | Path, head_frac: float, seed: int
+) -> World:
+    """A world from a PopQA-format question file and a JSONL corpus: the questions split 65 /
+    10 / 25% train / validation / test by `seed` as in make_world; head = the `head_frac` most
+    popular questions by `s_pop` (no head question when the file has no `s_pop`)."""
+    rows = _read_questions(questions_path)
+    docs = load_corpus_jsonl(corpus_path)
+    pop = np.array([p for _, p in rows])
+    known = ~np.isnan(pop)
+    head = np.zeros(len(rows), bool)
+    if known.any():
+        head = known & (pop >= np.quantile(pop[known], 1 - head_frac))
+    questions = tuple(
+        dataclasses.replace(q, head=bool(h)) for (q, _), h in zip(rows, head, strict=True)
+    )
+    order = np.random.default_rng(seed).permutation(len(questions))
+    n_test, n_val = len(questions) // 4, len(questions) // 10
+    if min(n_test, n_val, len(questions) - n_test - n_val) < 1:
+        raise ValueError(
+            f"question file {questions_path}: need at least 10 questions, got {len(rows)}"
+        )
+    return World(
+        names=(),
+        aliases=(),
+        popularity=np.nan_to_num(pop),
+        head=head,
+        facts=np.empty((0, len(RELATIONS)), dtype=str),
+        documents=tuple(docs),
+        questions=questions,
+        train_idx=np.sort(order[n_test + n_val :]),
+        val_idx=np.sort(order[n_test : n_test + n_val]),
+        test_idx=np.sort(order[:n_test]),
+        source=str(questions_path),
+    )
 
 
 def _json_row(line: str, where: str) -> dict:

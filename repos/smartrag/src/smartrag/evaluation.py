@@ -1,9 +1,10 @@
 """Evaluation on the held-out questions: SmartRAG, the baselines, an oracle, a floor and the
 negative controls the claims are checked against (CONVENTIONS section 8).
 
-Every method that decides when to retrieve gets the same tuning budget: its threshold tau is
-picked from `TAUS` by EM on the validation split (the paper's inference rule, Section 3.3 /
-`evaluate_retrieval_t5.py`, retrieves when the decision score exceeds tau, default 0.5).
+Every method that decides when to retrieve is scored under two protocols. Primary, the paper's
+(Section 3.3 / `evaluate_retrieval_t5.py`): retrieve when the decision score exceeds the fixed
+tau = 0.5 (`--tau`). Second, rows `<method>_tuned`: tau picked from `TAUS` on the validation
+split by the paper's reward, EM + F1 - alpha x retrieval rate, the same budget for every method.
 
 Greedy episodes are independent per question, so each (reader, queries) pair is played twice,
 once with every first decision forced to `[SEARCH]` and once to `[ANSWER]`; the outcome of any
@@ -72,17 +73,28 @@ class Branches:
         return summarize_outcomes(self.questions, out), out
 
 
+def selection_reward(metrics: dict[str, float], alpha: float) -> float:
+    """The paper's per-question reward in %: EM + F1 - alpha x retrieval (what tau is tuned on)."""
+    return metrics["em"] + metrics["f1"] - alpha * metrics["retrieval_rate"]
+
+
 def tuned(
-    val: Branches, test: Branches, score_val: np.ndarray, score_test: np.ndarray
-) -> tuple[dict[str, float], list[Outcome]]:
-    """Pick tau in TAUS by validation EM (ties: the larger tau, fewer retrievals); test there."""
-    best = max(TAUS, key=lambda t: (val.select(score_val > t)[0]["em"], t))
-    metrics, out = test.select(score_test > best)
-    metrics.update(tau=best)
-    for tau in TAUS:
-        m, _ = test.select(score_test > tau)
-        metrics.update({f"em@tau{tau}": m["em"], f"retrieval_rate@tau{tau}": m["retrieval_rate"]})
-    return metrics, out
+    val: Branches, test: Branches, score_val: np.ndarray, score_test: np.ndarray,
+    tau: float = 0.5, alpha: float = 0.0,
+) -> tuple[dict[str, float], list[Outcome], dict[str, float]]:  # fmt: skip
+    """Both protocols on test. Primary (the paper's): retrieve where the score exceeds the fixed
+    `tau`; with the tau curve over TAUS. Second: tau picked in TAUS by the paper's reward on
+    validation (`selection_reward`, ties: the larger tau, fewer retrievals), then applied to
+    test. Returns (fixed-tau metrics, their outcomes, validation-tuned metrics)."""
+    metrics, out = test.select(score_test > tau)
+    metrics.update(tau=tau)
+    for t in TAUS:
+        m, _ = test.select(score_test > t)
+        metrics.update({f"em@tau{t}": m["em"], f"retrieval_rate@tau{t}": m["retrieval_rate"]})
+    best = max(TAUS, key=lambda t: (selection_reward(val.select(score_val > t)[0], alpha), t))
+    on_val, _ = test.select(score_test > best)
+    on_val.update(tau=best)
+    return metrics, out, on_val
 
 
 def head_tail_shuffled(questions: list[Question], out: list[Outcome], seed: int) -> dict:
@@ -99,14 +111,15 @@ def head_tail_shuffled(questions: list[Question], out: list[Outcome], seed: int)
 
 def evaluate_policy(
     policy: Policy, codec: Codec, retriever, world: World, cfg: Config
-) -> tuple[dict[str, float], list[Outcome], Branches, Branches]:
-    """A policy deciding by its own `[SEARCH]` score, tau tuned on validation; returns the test
-    metrics and outcomes and the validation and test branches."""
+) -> tuple[dict[str, float], list[Outcome], list[Branches], dict[str, float]]:
+    """A policy deciding by its own `[SEARCH]` score; returns the test metrics at the fixed tau,
+    their outcomes, the validation and test branches and the metrics at the validation-tuned
+    tau."""
     val = Branches.play(policy, codec, retriever, world.val, cfg)
     test = Branches.play(policy, codec, retriever, world.test, cfg)
     scores = [decision_scores(policy, codec, qs, cfg) for qs in (world.val, world.test)]
-    metrics, out = tuned(val, test, *scores)
-    return metrics, out, val, test
+    metrics, out, on_val = tuned(val, test, *scores, cfg.tau, cfg.alpha)
+    return metrics, out, [val, test], on_val
 
 
 def evaluate_all(
@@ -117,7 +130,9 @@ def evaluate_all(
     test, val = world.test, world.val
     n = len(test)
     res: dict[str, dict[str, float]] = {"majority": majority_floor(world.train, test)}
-    res["sft_only"], out, *sft_branches = evaluate_policy(sft, codec, retriever, world, cfg)
+    res["sft_only"], out, sft_branches, res["sft_only_tuned"] = evaluate_policy(
+        sft, codec, retriever, world, cfg
+    )
     res["sft_only"].update(head_tail_shuffled(test, out, cfg.seed))
     res["no_retrieval"], _ = sft_branches[1].select(np.zeros(n, bool))
     closed = [b.answer for b in sft_branches]  # the SFT reader's closed-book outcomes
@@ -125,11 +140,15 @@ def evaluate_all(
            for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
     res["always_raw"], _ = raw[1].select(np.ones(n, bool))
     p_clf = clf.probability(val), clf.probability(test)
-    res["modular_raw_query"], _ = tuned(*raw, *p_clf)
+    res["modular_raw_query"], _, res["modular_raw_query_tuned"] = tuned(
+        *raw, *p_clf, cfg.tau, cfg.alpha
+    )
     mod = [Branches.play(sft, codec, retriever, qs, cfg, rewrite(rewriter, codec, qs, cfg), a)
            for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
-    res["modular"], _ = tuned(*mod, *p_clf)
-    res["smartrag"], out, _, rl_test = evaluate_policy(policy, codec, retriever, world, cfg)
+    res["modular"], _, res["modular_tuned"] = tuned(*mod, *p_clf, cfg.tau, cfg.alpha)
+    res["smartrag"], out, (_, rl_test), res["smartrag_tuned"] = evaluate_policy(
+        policy, codec, retriever, world, cfg
+    )
     res["smartrag"].update(head_tail_shuffled(test, out, cfg.seed))
     # Negative control: SmartRAG's own decisions and queries, but each search gets the documents
     # of another question's search.

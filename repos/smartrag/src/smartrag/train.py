@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from .baselines import RetrievalClassifier, train_rewriter
 from .config import Config, validate
-from .data import World, make_world, vocabulary
+from .data import World, make_world, vocabulary, world_from_files
 from .evaluation import decision_scores, episodes, evaluate_all, evaluate_policy
 from .policy import Codec, Policy, build_tokenizer
 from .ppo import PPOSettings, ppo_train
@@ -42,9 +42,15 @@ def deterministic(metrics: dict[str, float]) -> dict[str, float]:
 
 
 def build(cfg: Config) -> tuple[World, Codec, Policy]:
-    world = make_world(
-        cfg.n_entities, cfg.n_values, cfg.n_distractors, cfg.head_frac, cfg.zipf_s, cfg.seed
-    )
+    """The world (synthetic, or --questions/--corpus files), the codec and the policy."""
+    if bool(cfg.questions) != bool(cfg.corpus):
+        raise ValueError("give both --questions FILE and --corpus FILE (JSONL), or neither")
+    if cfg.questions:
+        world = world_from_files(cfg.questions, cfg.corpus, cfg.head_frac, cfg.seed)
+    else:
+        world = make_world(
+            cfg.n_entities, cfg.n_values, cfg.n_distractors, cfg.head_frac, cfg.zipf_s, cfg.seed
+        )
     torch.manual_seed(cfg.seed)
     if cfg.policy_path:
         codec = Codec.from_pretrained(cfg.policy_path)
@@ -60,8 +66,8 @@ def build(cfg: Config) -> tuple[World, Codec, Policy]:
 def alpha_run(
     world: World, codec: Codec, retriever, cfg: Config, sft: Policy, alpha: float
 ) -> dict[str, float]:
-    """Ablation: PPO from the same SFT policy with retrieval cost `alpha`, evaluated (tau tuned
-    on validation like the main run)."""
+    """Ablation: PPO from the same SFT policy with retrieval cost `alpha`, evaluated like the
+    main run (the fixed tau)."""
     policy = copy.deepcopy(sft)
     ppo_train(policy, sft, codec, retriever, world.train,
               ppo_settings(dataclasses.replace(cfg, alpha=alpha)), cfg.seed)  # fmt: skip
@@ -217,14 +223,15 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Reload what a `train` run saved in workdir (the warm-up policy sft.safetensors, SmartRAG
     smartrag.safetensors, the modular baseline's rewriter.safetensors and the warm-up labels
     labels.npy its classifier is fitted on) and evaluate every method again on the run's
-    held-out questions, rebuilt from its config.json. The device and threads are this
-    command's. The alpha-sweep rows (PPO reruns, not saved) and the training curves are not
+    held-out questions, rebuilt from its config.json (or, given --questions and --corpus, on
+    the test split of those files instead). The device and threads are this command's. The alpha-sweep rows (PPO reruns, not saved) and the training curves are not
     repeated; every other metric is train's again. Writes nothing."""
     workdir = Path(workdir)
+    run = run_config(workdir)
+    files = {"questions": cfg.questions, "corpus": cfg.corpus} if cfg.questions else {}
     run = dataclasses.replace(
-        run_config(workdir), out=str(workdir), device=cfg.device, threads=cfg.threads,
-        quiet=cfg.quiet,
-    )  # fmt: skip
+        run, out=str(workdir), device=cfg.device, threads=cfg.threads, quiet=cfg.quiet, **files
+    )
     torch.set_num_threads(run.threads)
     world, codec, sft = build(run)
     _load(sft, workdir / "sft.safetensors")

@@ -16,9 +16,9 @@ import torch
 
 from .config import Config
 from .data import Question, World, cloze_prompt, pretraining_text
-from .env import ANSWER, SEARCH
+from .env import ANSWER, SEARCH, exact_match
 from .env import prompt as state_text
-from .policy import Codec, Policy, generate, lm_loss
+from .policy import ACTION_TOKENS, Codec, Policy, generate, lm_loss
 from .retrieval import observe
 
 
@@ -52,8 +52,17 @@ def fit_lm(
     return losses
 
 
+def completion(codec: Codec, ids: list[int], skip: int = 0) -> str:
+    """The words of a generated continuation after the first `skip`, up to the first action or
+    end token (<eos>, <pad>, [SEARCH], ...)."""
+    words = codec.words(ids)[skip:]
+    stop = next((i for i, w in enumerate(words) if w in ACTION_TOKENS), len(words))
+    return " ".join(words[:stop])
+
+
 def closed_book_correct(policy: Policy, codec: Codec, questions: list[Question], cfg: Config):
-    """Whether the LM's greedy `[ANSWER]` without retrieval is an exact match (the SFT label)."""
+    """Whether the LM's greedy `[ANSWER]` without retrieval matches a reference answer after
+    SQuAD normalisation (the SFT label)."""
     prompts = codec.encode([state_text(q.text, []) for q in questions])
     first = torch.full((len(prompts),), codec.answer)
     acts = generate(
@@ -66,17 +75,28 @@ def closed_book_correct(policy: Policy, codec: Codec, questions: list[Question],
         None,
         first,
     )
-    preds = [" ".join(t for t in codec.words(a)[1:] if t not in ("<eos>", "<pad>")) for a in acts]
-    return np.array([p == q.answers[0] for p, q in zip(preds, questions, strict=True)])
+    return np.array(
+        [
+            exact_match(completion(codec, a, 1), q.answers) > 0
+            for a, q in zip(acts, questions, strict=True)
+        ]
+    )
 
 
-def cloze_correct(policy: Policy, codec: Codec, world: World, questions: list[Question]):
-    """Whether the LM's greedy completion of the fact's plain sentence is the answer."""
+def cloze_correct(
+    policy: Policy, codec: Codec, world: World, questions: list[Question], max_new: int = 6
+):
+    """Whether the LM's greedy completion of the fact's plain sentence (until <eos> or `max_new`
+    tokens, so a multi-token answer under a BPE tokenizer counts) matches a reference answer
+    after SQuAD normalisation."""
     prompts = codec.encode([cloze_prompt(world, q) for q in questions])
     never = torch.zeros(len(prompts), dtype=torch.bool)
-    acts = generate(policy, codec, prompts, 1, never, False)
+    acts = generate(policy, codec, prompts, max_new, never, False)
     return np.array(
-        [codec.words(a)[:1] == [q.answers[0]] for a, q in zip(acts, questions, strict=True)]
+        [
+            exact_match(completion(codec, a), q.answers) > 0
+            for a, q in zip(acts, questions, strict=True)
+        ]
     )
 
 
@@ -104,10 +124,14 @@ def warm_up(
 ) -> dict[str, object]:
     """Pretrain, label, SFT; returns the heuristic labels and loss curves."""
     rng = np.random.default_rng(cfg.seed)
-    pre = [(t, "") for t in pretraining_text(world, cfg.max_reps, cfg.pretrain_format)]
-    pre_losses = fit_lm(policy, codec, pre, cfg.pretrain_steps, cfg, rng, progress)
-    if cfg.pretrain_format == "plain":
-        knows = cloze_correct(policy, codec, world, world.train)
+    synthetic = world.source == "synthetic"
+    text = pretraining_text(world, cfg.max_reps, cfg.pretrain_format) if synthetic else []
+    pre = [(t, "") for t in text]
+    pre_losses = fit_lm(policy, codec, pre, cfg.pretrain_steps, cfg, rng, progress) if pre else []
+    if progress is not None and not pre:
+        progress.update(cfg.pretrain_steps)
+    if synthetic and cfg.pretrain_format == "plain":
+        knows = cloze_correct(policy, codec, world, world.train, cfg.max_new)
     else:
         knows = closed_book_correct(policy, codec, world.train, cfg)
     sft = sft_examples(world, knows, retriever, cfg, rng)
