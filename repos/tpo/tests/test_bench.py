@@ -22,6 +22,7 @@ CLAIM_IDS = (
     "asr-raises-sibling-margin",
 )
 CONTROL_ID = "control-shuffled-not-above-dpo-acc-id"
+HEADROOM_ID = "sft-leaves-headroom"
 
 
 def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
@@ -45,13 +46,14 @@ def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
         assert key in doc
     assert len(doc["metrics"]) >= 2
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
-    assert {c["id"] for c in doc["claims"]} == {*CLAIM_IDS, CONTROL_ID}
+    assert doc["claims"][0]["id"] == HEADROOM_ID  # the precondition comes first
+    assert {c["id"] for c in doc["claims"]} == {HEADROOM_ID, *CLAIM_IDS, CONTROL_ID}
     for c in doc["claims"]:  # structured test, three-way verdict; one seed never holds
         assert c["verdict"] in ("holds", "contradicted", "inconclusive")
         assert c["test"][0]["n"] == 1 and c["verdict"] != "holds" and not c["holds"]
         assert c["test"][0]["interval"] == [None, None]
         assert c["seeds_needed"] > 1
-    for c in doc["claims"][:-1]:
+    for c in doc["claims"][1:-1]:
         assert c["control"]["method"] == "tpo_shuffled"
         assert c["pooled_items"]["lo"] <= c["pooled_items"]["diff"] <= c["pooled_items"]["hi"]
     assert (where / "figures" / "quick-metrics.png").exists()
@@ -66,7 +68,8 @@ def test_paper_preset_at_tiny_size_tunes_every_method_on_the_same_grid(tmp_path)
     assert PRESETS["paper"].pref_steps >= 300 and PRESETS["paper"].n_eval >= 600
     assert len(PRESETS["paper"].seeds) >= 3 and len(PRESETS["paper"].beta_grid) >= 2
     doc = run_bench(cfg)
-    assert doc["mode"] == "paper" and {c["id"] for c in doc["claims"]} == {*CLAIM_IDS, CONTROL_ID}
+    ids = {c["id"] for c in doc["claims"]}
+    assert doc["mode"] == "paper" and ids == {HEADROOM_ID, *CLAIM_IDS, CONTROL_ID}
     for c in doc["claims"]:  # two paired seeds: a t interval, but never a verdict of holds
         assert c["test"][0]["n"] == 2 and None not in c["test"][0]["interval"]
         assert c["verdict"] != "holds"
@@ -146,3 +149,40 @@ def test_claims_hold_only_when_the_seed_interval_clears_zero_and_the_control_is_
     worse = _per_seed([0.60, 0.61, 0.62], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
     c = {x["id"]: x for x in claims_from(worse, _items(worse), 50)}["tpo-accuracy-gt-dpo"]
     assert c["verdict"] == "contradicted" and not c["holds"]
+
+
+def _with_sft(per_seed, sft):
+    return {**per_seed, "sft": {"acc_id": sft}}
+
+
+def test_headroom_precondition_is_contradicted_at_the_ceiling_and_holds_below_it():
+    """The precondition reads SFT's accuracy against the 0.9 ceiling and DPO's and TPO's against
+    chance (1/modulus), on t intervals over seeds: SFT at 0.99 (the 067ac25 quick run) is
+    contradicted; SFT at 0.67 with both preference methods well above chance holds; a
+    preference method at chance leaves it undecided or contradicted, never holding."""
+    from tpo.bench import HEADROOM_CEILING, claims_from
+
+    base = _per_seed([0.72, 0.70, 0.74], [0.69, 0.68, 0.70], [0.60, 0.62, 0.61])
+    at_ceiling = _with_sft(base, [0.993, 0.990, 0.987])
+    claims = claims_from(at_ceiling, _items(at_ceiling), 50, chance=0.2)
+    head = claims[0]
+    assert head["id"] == HEADROOM_ID and head["verdict"] == "contradicted" and not head["holds"]
+    sft_part = head["test"][0]
+    assert sft_part["threshold"] == HEADROOM_CEILING and sft_part["direction"] == "<"
+    assert sft_part["estimate"] == pytest.approx(0.99) and sft_part["interval"][0] > 0.9
+    assert [p["threshold"] for p in head["test"][1:]] == [0.2, 0.2]
+    assert [p["direction"] for p in head["test"][1:]] == [">", ">"]
+    assert {"tpo-accuracy-gt-dpo", "asr-raises-accuracy"} <= set(head["precondition_of"])
+    by_id = {c["id"]: c for c in claims}
+    assert by_id["tpo-accuracy-gt-dpo"]["precondition"] == HEADROOM_ID
+    assert "precondition" not in by_id.get("tpo-ranks-better-than-dpo", {})
+
+    room = _with_sft(base, [0.69, 0.64, 0.68])
+    head = claims_from(room, _items(room), 50, chance=0.2)[0]
+    assert head["verdict"] == "holds" and head["holds"]
+    assert head["test"][1]["estimate"] == pytest.approx(0.69)  # DPO's mean accuracy
+
+    collapsed = _with_sft(_per_seed([0.21, 0.18, 0.20], [0.69, 0.68, 0.70], [0.6] * 3), [0.67] * 3)
+    head = claims_from(collapsed, _items(collapsed), 50, chance=0.2)[0]
+    assert head["verdict"] != "holds"
+    assert claims_from(room, _items(room), 50)[0]["id"] != HEADROOM_ID  # no chance: no claim

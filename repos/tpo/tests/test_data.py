@@ -16,6 +16,7 @@ from tpo.data import (
     parse_prompt,
     random_problem,
     save_trees,
+    slipped_solution,
     solution,
     validate_tree,
     wrong_solution,
@@ -85,3 +86,15 @@ def test_nan_score_is_rejected():
 def test_unknown_token_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown token 'Step'"):
         Tokenizer(10).encode("Step 1 + 1")
+
+
+def test_slipped_solution_forgets_the_sign_change_and_the_judge_sees_it():
+    """The systematic slip (sft_slip): a step 'v * b' with 2b > m writes v, later steps continue
+    from it; other steps are computed right, so a problem without such a step is unchanged."""
+    p = Problem(2, (("+", 1), ("*", 4), ("-", 1)), 5)
+    assert slipped_solution(p) == "S 2 + 1 = 3 S 3 * 4 = 3 S 3 - 1 = 2 A 2"
+    assert solution(p) == "S 2 + 1 = 3 S 3 * 4 = 2 S 2 - 1 = 1 A 1"
+    assert judge(p, slipped_solution(p)) == pytest.approx(-100 + 150 * 1 / 3)
+    assert slipped_solution(Problem(2, (("*", 3),), 5)) == "S 2 * 3 = 2 A 2"
+    plain = Problem(2, (("+", 1), ("*", 2), ("-", 1)), 5)
+    assert slipped_solution(plain) == solution(plain)

@@ -75,6 +75,16 @@ def test_heldout_trees_and_test_problems_do_not_leak_into_training(tiny, tmp_pat
     assert len(stage.train_trees) == tiny.n_trees
     assert len(stage.heldout_trees) == tiny.n_heldout_trees
     assert not train & {t.prompt for t in stage.heldout_trees}
+    # test problems come from their own stream, not the SFT data's: with the quick preset's
+    # generator a few percent coincide by chance (3-4% measured), a leak makes them all coincide
+    from tpo.train import _rng
+    from tpo.trees import problems
+
+    big = dataclasses.replace(tiny, sft_examples=400, n_eval=50)
+    sft = problems(_rng(big, 1), big.sft_examples, big.min_steps, big.max_steps, big.modulus)
+    test = prepare(dataclasses.replace(big, resume=True), tmp_path).test_id
+    seen = {p.prompt() for p in sft}
+    assert sum(p.prompt() in seen for p in test) < 0.25 * len(test)
     trees = [dataclasses.replace(stage.train_trees[0], prompt=f"p{i}") for i in range(20)]
     fit, held = split_trees(trees, 0)
     assert (
@@ -115,3 +125,39 @@ def test_preference_losses_at_the_reference_and_the_official_dpo_mean_reward(tin
         win, lose = mean[rows, scores.argmax(-1)], mean[rows, scores.argmin(-1)]
         expected = -torch.nn.functional.logsigmoid(win - lose).mean()
     assert float(got) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_sft_slip_makes_the_slip_the_majority_and_leaves_the_default_data_alone(monkeypatch):
+    """sft_slip = 0 draws nothing extra (the default SFT data are the same as before the option);
+    at 0.6 most SFT solutions of problems with a 'v * b' step, 2b > m, carry the slip."""
+    import torch
+
+    from tpo import train as tr
+    from tpo.config import PRESETS
+    from tpo.data import Tokenizer, slipped_solution, solution
+
+    seen = {}
+
+    def capture(tok, prompts, texts):
+        seen["texts"] = list(texts)
+        raise StopIteration  # stop before the optimiser: only the data are checked
+
+    monkeypatch.setattr(tr, "encode_pairs", capture)
+    cfg = dataclasses.replace(PRESETS["quick"], sft_examples=400)
+    model = torch.nn.Linear(1, 1)
+    texts = {}
+    for slip in (0.0, 0.6):
+        with pytest.raises(StopIteration):
+            tr.train_sft(model, Tokenizer(5), dataclasses.replace(cfg, sft_slip=slip))
+        texts[slip] = seen["texts"]
+    probs = tr.problems(tr._rng(cfg, 1), 400, cfg.min_steps, cfg.max_steps, cfg.modulus)
+    rng = tr._rng(cfg, 1)
+    tr.problems(rng, 400, cfg.min_steps, cfg.max_steps, cfg.modulus)
+    expected = [
+        tr.wrong_solution(p, rng)[0] if rng.random() < cfg.sft_corrupt else solution(p)
+        for p in probs
+    ]
+    assert texts[0.0] == expected  # the data without the option, draw for draw
+    trap = [i for i, p in enumerate(probs) if slipped_solution(p) != solution(p)]
+    slipped = [i for i in trap if texts[0.6][i] == slipped_solution(probs[i])]
+    assert len(trap) > 50 and 0.5 < len(slipped) / len(trap) < 0.7

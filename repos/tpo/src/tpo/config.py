@@ -70,6 +70,11 @@ class Config(RunConfig):
     """Generated SFT solutions."""
     sft_corrupt: Annotated[float, Interval(ge=0, lt=1)] = 0.3
     """Share of SFT solutions with one wrong step that propagates (so the policy errs)."""
+    sft_slip: Annotated[float, Interval(ge=0, le=1)] = 0.0
+    """Share of SFT solutions carrying a systematic slip: every step 'v * b' with 2b > modulus
+    writes v (the multiplication skipped), the error propagating. Above 0.5 the slip is the SFT
+    policy's greedy choice on those steps, so SFT stays below the ceiling however well it trains
+    (issue 76: the headroom precondition); preference data scored by the judge can correct it."""
     sft_steps: Positive = 1500
     """SFT optimiser steps."""
     sft_batch: Positive = 32

@@ -114,6 +114,19 @@ def solution(p: Problem, corrupt_at: int | None = None, wrong_value: int = 0) ->
     return " ".join(parts + [f"A {v}"])
 
 
+def slipped_solution(p: Problem) -> str:
+    """The solution with a systematic slip: every multiplication by a large factor, 'v * b' with
+    2b > m, is skipped (the step writes v), and later steps continue from it. Unlike
+    wrong_solution's random wrong value, the same slip on the same kind of step can become the
+    SFT policy's greedy choice."""
+    parts, v = [], p.start
+    for op, b in p.steps:
+        new = v if (op == "*" and 2 * b > p.modulus) else apply(v, op, b, p.modulus)
+        parts.append(f"{STEP} {v} {op} {b} = {new}")
+        v = new
+    return " ".join(parts + [f"A {v}"])
+
+
 def wrong_solution(p: Problem, rng: np.random.Generator) -> tuple[str, int]:
     """A solution with one wrong step k (a random wrong value) and the index k."""
     k = int(rng.integers(len(p.steps)))

@@ -18,7 +18,15 @@ from tqdm import tqdm
 
 from .baselines import dpo_all_pairs, dpo_gold_vs_worst
 from .config import METHODS, Config, validate
-from .data import Tokenizer, Tree, load_trees, solution, vocab, wrong_solution
+from .data import (
+    Tokenizer,
+    Tree,
+    load_trees,
+    slipped_solution,
+    solution,
+    vocab,
+    wrong_solution,
+)
 from .evaluation import (
     fit_steps,
     greedy_hits,
@@ -50,9 +58,12 @@ def train_sft(model: torch.nn.Module, tok: Tokenizer, cfg: Config) -> None:
     that sampled branches differ in quality."""
     rng = _rng(cfg, 1)
     probs = problems(rng, cfg.sft_examples, cfg.min_steps, cfg.max_steps, cfg.modulus)
-    texts = [
-        wrong_solution(p, rng)[0] if rng.random() < cfg.sft_corrupt else solution(p) for p in probs
-    ]
+    texts = []
+    for p in probs:
+        text = wrong_solution(p, rng)[0] if rng.random() < cfg.sft_corrupt else solution(p)
+        if cfg.sft_slip and rng.random() < cfg.sft_slip:  # no draw at 0: default data unchanged
+            text = slipped_solution(p)
+        texts.append(text)
     data = encode_pairs(tok, [p.prompt() for p in probs], texts).to(cfg.device)  # tokenised once
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.sft_lr, weight_decay=0.01)
     bar = _bar(cfg, cfg.sft_steps, "sft")
