@@ -238,6 +238,7 @@ def claims_from(m: dict, cfg: Config) -> list[dict]:
             "a gate that a trivial predictor passes would test nothing",
             f"median {med:.4f} vs supervised {sup:.4f}; {t_med}",
             test=[p_med],
+            role="control",
         ),
         claim(
             "empp-head-reconstructs-position",

@@ -185,6 +185,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             "not in the paper (the gain must come from pretraining)",
             f"REGENT-untrained - R&P: {per_k(ctrl_rp)}",
             test=ctrl_order,
+            role="control",
         ),
         claim(
             "control-mtbc-improves-with-demos",
@@ -193,6 +194,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             "not in the paper (a method blind to the demonstrations cannot improve with them)",
             f"MT-BC rise {fmt_iv(ctrl_rise)}",
             test=ctrl_rise_test,
+            role="control",
         ),
         claim(
             "control-rp-context-ablation",
@@ -201,6 +203,7 @@ def compute_claims(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> li
             "not in the paper (a method blind to the context cannot gain from it)",
             f"R&P total rise {fmt_iv(ctrl_total)}",
             test=ctrl_sat_test,
+            role="control",
         ),
     ]
     return [
@@ -269,6 +272,7 @@ def metaworld_claim(cfg: Config, metrics: dict, eps: dict[str, np.ndarray]) -> l
         "not in the paper (the gain must come from pretraining)",
         f"REGENT-untrained - R&P: {per_k(ctrl_rp)}",
         test=ctrl_test,
+        role="control",
     )
     main = claim(
         "metaworld-regent-gt-rp-gt-mtbc",
