@@ -117,8 +117,14 @@ class Config(RunConfig):
     tokens (the official loss.py's masked mean, length-normalised)."""
 
 
+# issue 76: without the systematic slip the SFT policy reaches 0.990 on one machine and 0.677 on
+# another (it sits on a learning transition at 1,500 steps); with 60% slipped SFT solutions the
+# quick run measured SFT at 0.751 [0.693, 0.809] (3 seeds), so the headroom precondition holds
+# and the preference methods have something to correct. The arithmetic presets all carry it.
+SLIP = 0.6
+
 PRESETS: dict[str, Config] = {
-    "quick": Config(),
+    "quick": Config(sft_slip=SLIP),
     # the smallest CPU scale where the methods separate (issue 44: >= 300 preference steps,
     # >= 600 test problems per split, 3 seeds); every method tuned over the same beta grid
     "paper": Config(
@@ -127,6 +133,7 @@ PRESETS: dict[str, Config] = {
         # issue 76: 3 seeds left the main claim's per-seed t interval at [-0.013, +0.064]
         # (seeds_needed 7); 8 paired seeds decide it at the 3-seed spread
         seeds=tuple(range(8)),
+        sft_slip=SLIP,
         n_trees=1000,
         n_heldout_trees=200,
         pref_steps=300,
@@ -156,6 +163,7 @@ PRESETS: dict[str, Config] = {
         out="runs/large",
         device="auto",
         modulus=100,
+        sft_slip=SLIP,
         n_layer=6,
         d_model=256,
         n_head=8,
