@@ -15,6 +15,7 @@ from oft_sinkhorn.train import (
     evaluate,
     exact_reference,
     flow_metrics,
+    generate,
     solve,
     stage_metrics,
     train_and_evaluate,
@@ -117,3 +118,16 @@ def test_unsuffixed_metrics_are_the_last_stage(tiny):
     for key in ("gap", "restored_gap", "residual", "node_excess"):
         assert metrics[key] == metrics[key + last], key
     assert metrics["gap"] != metrics[f"gap@{tiny.eps[-2]:g}"]
+
+
+def test_solve_pins_the_blas_pools_to_the_configured_threads(tiny):
+    """numpy's BLAS pool is held to cfg.threads while solving (an oversubscribed OpenBLAS pool
+    made every L-BFGS iteration 5x slower on a loaded 2-core machine)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    with threadpool_limits(limits=2):  # whatever the machine has, start from a wider pool
+        inst = generate("netgen", 12, 0, tiny.degree, tiny.node_share)
+        solve(inst, dataclasses.replace(tiny, threads=1))
+        blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+        assert blas, "numpy loaded no BLAS pool that threadpoolctl can see"
+        assert all(p["num_threads"] == 1 for p in blas), blas

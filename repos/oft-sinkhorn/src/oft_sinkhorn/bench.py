@@ -11,7 +11,6 @@ import time
 import warnings
 
 import numpy as np
-import torch
 from tqdm import tqdm
 
 from . import baselines, data, solvers
@@ -19,7 +18,15 @@ from .claims import CAPPED_ITER, compute_claims, figures, performance
 from .config import SOLVERS, Config, validate
 from .results import read_json, results_document, summarize, write_results
 from .runtime import resolve_device, results_dir_of
-from .train import EXACT_NAMES, evaluate_instance, exact_reference, generate, solve, stage_metrics
+from .train import (
+    EXACT_NAMES,
+    evaluate_instance,
+    exact_reference,
+    generate,
+    pin_threads,
+    solve,
+    stage_metrics,
+)
 
 PAPER = "oft-sinkhorn"
 # The same small grid (3 settings) for every solver, default last; damping -0.2 is over-relaxation.
@@ -40,7 +47,7 @@ def pot_comparison(cfg: Config, seed: int) -> dict[str, float]:
     reference = baselines.pot_sinkhorn(a, b, cost, cfg.bipartite_eps)
     pot_seconds = time.perf_counter() - start
     other = baselines.pot_sinkhorn(a, b, cost, 2 * cfg.bipartite_eps)
-    torch.set_num_threads(cfg.threads)
+    pin_threads(cfg.threads)
     (stage,) = solvers.oft_sinkhorn(
         inst,
         (cfg.bipartite_eps,),
