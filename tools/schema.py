@@ -18,6 +18,9 @@ method, threshold, direction (">" or "<": the side the paper claims), n, unit}; 
 and `seeds_needed` must follow from the parts. Claims in the older form (no `test`) are read with
 their computed boolean `holds` until every paper has moved. A claim with "role": "control" is a
 negative control: it must not hold, and the report counts it apart from the paper's claims.
+A claim with "precondition": "<id of another claim in the file>" is read only where that claim
+holds; otherwise it is inconclusive, with its numbers' own verdict in `verdict_of_numbers`, the
+reason in `not_read` and no `seeds_needed`.
 """
 
 from __future__ import annotations
@@ -173,8 +176,11 @@ def part_problems(p: Any, where: str) -> list[str]:
     return problems
 
 
-def claim_problems(c: dict[str, Any], name: str) -> list[str]:
-    """A structured claim whose stored verdict, holds or seeds_needed does not follow."""
+def claim_problems(c: dict[str, Any], name: str, precondition: str | None = None) -> list[str]:
+    """A structured claim whose stored verdict, holds or seeds_needed does not follow.
+    `precondition`: the verdict of the claim it is read under; when that does not hold the claim
+    must be inconclusive, keep its numbers' verdict in verdict_of_numbers, say why in not_read and
+    carry no seeds_needed."""
     if c.get("role", "claim") not in ("claim", "control"):
         return [f"claim {name}: role must be 'claim' or 'control' (a negative control)"]
     test = c.get("test")
@@ -190,6 +196,10 @@ def claim_problems(c: dict[str, Any], name: str) -> list[str]:
     if "verdict" not in c:
         return [f"claim {name}: has 'test' but no 'verdict' line"]
     expected = verdict_of(test)
+    if precondition not in (None, "holds"):
+        return gated_problems(c, name, expected, precondition)
+    if "not_read" in c or "verdict_of_numbers" in c:
+        problems.append(f"claim {name}: 'not_read' but its precondition holds (or it has none)")
     if c["verdict"] != expected:
         why = ""
         if expected == "inconclusive" and all(part_verdict(p) == "holds" for p in test):
@@ -209,10 +219,26 @@ def claim_problems(c: dict[str, Any], name: str) -> list[str]:
     return problems
 
 
+def gated_problems(c: dict[str, Any], name: str, numbers: str, precondition: str) -> list[str]:
+    """A claim whose precondition does not hold: inconclusive, whatever its numbers say."""
+    want = {"verdict": "inconclusive", "holds": False, "verdict_of_numbers": numbers}
+    problems = [
+        f"claim {name}: its precondition is {precondition}, so {k!r} must be {v!r}, got "
+        f"{c.get(k)!r}"
+        for k, v in want.items()
+        if c.get(k) != v
+    ]
+    if not c.get("not_read"):
+        problems.append(f"claim {name}: 'not_read' must say which precondition fails")
+    if "seeds_needed" in c:
+        problems.append(f"claim {name}: no seeds_needed when a precondition fails")
+    return problems
+
+
 def claim_verdict(c: dict[str, Any]) -> str:
     """holds / contradicted / inconclusive, or 'not held' for a claim in the older form."""
     if c.get("test"):
-        return verdict_of(c["test"])
+        return "inconclusive" if c.get("not_read") else verdict_of(c["test"])
     return "holds" if c.get("holds") else "not held"
 
 
@@ -236,11 +262,17 @@ def validate_results(data: Any, slug: str | None = None, mode: str | None = None
     if not isinstance(claims, list) or not claims:
         problems.append("claims must be a non-empty list")
         claims = []
+    by_id = {c.get("id"): c for c in claims if isinstance(c, dict)}
     for i, c in enumerate(claims):
         if not isinstance(c, dict):
             problems.append(f"claims[{i}] is not an object")
             continue
         name = c.get("id", f"#{i}")
+        pid, pre = c.get("precondition"), None
+        if pid is not None and pid not in by_id:
+            problems.append(f"claim {name}: its precondition {pid!r} is not a claim of this file")
+        elif pid is not None:
+            pre = claim_verdict(by_id[pid])
         problems += [f"claim {name} lacks '{k}'" for k in CLAIM_KEYS if k not in c]
         if "holds" in c and not isinstance(c["holds"], bool):
             problems.append(f"claim {name}: 'holds' must be true or false, got {c['holds']!r}")
@@ -248,7 +280,7 @@ def validate_results(data: Any, slug: str | None = None, mode: str | None = None
             problems.append(
                 f"claim {name}: 'paper' is empty (give the paper's number or say what it reports)"
             )
-        problems += claim_problems(c, name)
+        problems += claim_problems(c, name, pre)
     perf = data.get("performance", [])
     if not isinstance(perf, list):
         problems.append("performance must be a list")
@@ -284,3 +316,21 @@ def load_results(
             row for i, row in enumerate(data["performance"]) if not perf_problems(row, i)
         ]
     return data, problems
+
+
+def main(argv: list[str]) -> int:
+    """python3 tools/schema.py FILE...: print each file's problems; exit 1 when any has one."""
+    bad = 0
+    for name in argv:
+        path = Path(name)
+        slug = path.resolve().parent.parent.name if path.parent.name == "results" else None
+        _, problems = load_results(path, slug)
+        print("\n".join(problems) or f"{path}: valid")
+        bad += bool(problems)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -198,3 +198,54 @@ def test_verdict_without_test_is_rejected():
     data = good_results("p")
     data["claims"][0]["verdict"] = "holds"
     assert any("needs the 'test' parts" in p for p in validate_results(data, "p"))
+
+
+def gated(pre_interval, **second) -> dict:
+    """Two structured claims: 'pre' (interval pre_interval) and 'beats2' read under it."""
+    data = structured(pre_interval, verdict=None)
+    pre = data["claims"][0]
+    pre.update(id="pre")
+    pre["verdict"] = {(0.5, 1.5): "holds", (-3.0, -1.0): "contradicted"}[pre_interval]
+    pre["holds"] = pre["verdict"] == "holds"
+    two = json.loads(json.dumps(structured((0.5, 1.5))["claims"][0]))
+    two.update(id="beats2", precondition="pre", **second)
+    data["claims"] = [pre, two]
+    return data
+
+
+def test_a_claim_under_a_failed_precondition_is_inconclusive():
+    read = {"verdict": "holds", "holds": True}
+    assert validate_results(gated((0.5, 1.5), **read), "p") == []
+    unread = {
+        "verdict": "inconclusive",
+        "holds": False,
+        "verdict_of_numbers": "holds",
+        "not_read": "precondition pre is contradicted",
+    }
+    assert validate_results(gated((-3.0, -1.0), **unread), "p") == []
+    for bad, message in [
+        (read, "so 'verdict' must be 'inconclusive'"),
+        ({**unread, "seeds_needed": 5}, "no seeds_needed when a precondition fails"),
+        ({**unread, "not_read": ""}, "'not_read' must say which precondition fails"),
+        ({**unread, "verdict_of_numbers": "contradicted"}, "'verdict_of_numbers' must be 'holds'"),
+    ]:
+        problems = validate_results(gated((-3.0, -1.0), **bad), "p")
+        assert any(message in p for p in problems), problems
+    problems = validate_results(gated((0.5, 1.5), **unread), "p")
+    assert any("'not_read' but its precondition holds" in p for p in problems), problems
+    missing = gated((0.5, 1.5), **read)
+    missing["claims"][1]["precondition"] = "nowhere"
+    assert any("'nowhere' is not a claim" in p for p in validate_results(missing, "p"))
+
+
+def test_the_command_line_names_problems(tmp_path, capsys):
+    from schema import main
+
+    (tmp_path / "p" / "results").mkdir(parents=True)
+    good = tmp_path / "p" / "results" / "quick.json"
+    good.write_text(json.dumps({**good_results("p"), "mode": "quick"}))
+    assert main([str(good)]) == 0
+    bad = tmp_path / "p" / "results" / "paper.json"
+    bad.write_text("{")
+    assert main([str(good), str(bad)]) == 1
+    assert "unreadable results file" in capsys.readouterr().out

@@ -12,6 +12,7 @@ import ast
 import dataclasses
 import os
 import shlex
+import sys
 from pathlib import Path
 
 import pytest
@@ -188,6 +189,19 @@ def test_checks_pass_then_work_starts(started, tmp_path, capsys):
     assert not (tmp_path / "new").exists()  # checks create nothing
 
 
+def test_threads_hold_the_math_libraries(started, monkeypatch):
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    for var in runtime.THREAD_VARIABLES:
+        monkeypatch.setenv(var, "2")  # restored after the test
+    threadpool_limits(limits=2)
+    cli.prepare(CONFIG_COMMANDS[0], ["--threads", "1"])
+    assert all(os.environ[var] == "1" for var in runtime.THREAD_VARIABLES)
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    torch = sys.modules.get("torch")
+    assert torch is None or torch.get_num_threads() == 1
+
+
 def test_results_files_are_readable_whatever_the_umask(tmp_path):
     old = os.umask(0o077)
     try:
@@ -247,6 +261,30 @@ def test_verdict_follows_the_interval(interval, n, expected):
     flipped = results.part("a - b", 1.0, interval, 0.0, "<", n)
     if expected == "holds":
         assert results.verdict([flipped]) == "contradicted"
+
+
+def test_a_failed_precondition_leaves_its_claim_unread():
+    wide = results.part("a - b", 1.0, (-1.0, 3.0), 0.0, ">", 3)
+    later = results.claim("later", "a beats b", "p", "o", test=[wide], precondition="pre")
+    for pre_interval, pre_verdict in (
+        ((-2.0, -1.0), "contradicted"),
+        ((-1.0, 1.0), "inconclusive"),
+    ):
+        pre_part = results.part("learns", 0.0, pre_interval, 0.0, ">", 3)
+        pre = results.claim("pre", "it learns", "p", "o", test=[pre_part])
+        gated = results.gate([later, pre])[0]  # the precondition may come after its claim
+        assert gated["verdict"] == "inconclusive" and gated["holds"] is False
+        assert gated["verdict_of_numbers"] == "inconclusive" and "seeds_needed" not in gated
+        assert gated["not_read"] == f"precondition pre is {pre_verdict}"
+    sure = results.part("a - b", 1.0, (0.5, 2.0), 0.0, ">", 3)
+    good = results.claim("later", "a beats b", "p", "o", test=[sure], precondition="pre")
+    assert results.gate([good, pre])[0]["verdict_of_numbers"] == "holds"
+    held = results.claim("pre", "it learns", "p", "o", test=[sure])
+    assert results.gate([later, held])[0] == later  # read as measured
+    with pytest.raises(ValueError, match="not a claim here"):
+        results.gate([later])
+    doc = results.results_document("p", "quick", [0], {"a": {}, "b": {}}, [later, pre], 1.0, "cpu")
+    assert doc["claims"][0]["verdict"] == "inconclusive"
 
 
 def test_paired_interval_and_seeds_needed():

@@ -17,8 +17,6 @@ OPERATORS = ("+", "-", "*", "/")
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """CPU threads for torch (one is fastest on a shared 2-core machine)."""
     resume: bool = False
     """Reuse the final checkpoint in --out instead of training again."""
     checkpoint: str = ""

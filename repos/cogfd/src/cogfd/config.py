@@ -21,8 +21,6 @@ class Config(RunConfig):
 
     base_seed: Annotated[int, Ge(0)] = 0
     """Seed of the pretrained text-to-image model and of the oracle."""
-    threads: Annotated[int, Ge(1)] = 1
-    """torch.set_num_threads: CPU threads for torch."""
     resume: bool = False
     """Reuse the base model checkpoint (base.safetensors) already in --out instead of pretraining."""
     methods: tuple[str, ...] = METHODS

@@ -22,8 +22,6 @@ class Config(RunConfig):
 
     val_seed: Annotated[int, Ge(0)] = 100
     """Validation seed on which the benchmark tunes fit_lr (DDO) and ddpo_beta (Diffusion-DPO)."""
-    threads: Annotated[int, Ge(1)] = 1
-    """Torch intra-op threads (1 is fastest for these small tensors on shared cores)."""
     objective: str = "dpo"
     """Alignment objective F: dpo, rlhf or kto."""
     n_modes: Annotated[int, Ge(1)] = 6

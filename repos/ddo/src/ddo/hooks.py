@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 from .commands import standard
-from .config import Config
-
-
-def before_import(cfg: Config) -> None:
-    """Pin the CPU threads of the math libraries before torch is imported (train and bench also
-    call torch.set_num_threads(cfg.threads)); a bad value is left to validate()."""
-    if isinstance(cfg.threads, int) and cfg.threads >= 1:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[var] = str(cfg.threads)
-
 
 COMMANDS = standard(
     train="train DDO and every baseline with one seed; save the models, samples and metrics "

@@ -15,8 +15,6 @@ from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bound
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """Torch CPU threads; 1 avoids OpenMP spin-waits that slow small graphs 25x on a busy machine."""
     graph_file: str = ""
     """A local graph to use instead of a generated one: a Planetoid raw file or folder
     (ind.<name>.*), a geom-gcn folder (out1_*.txt) or a CitationFull / Amazon .npz; n_classes is

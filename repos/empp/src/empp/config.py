@@ -17,8 +17,6 @@ TARGETS = ("u0", "gap", "mu")
 class Config(RunConfig):
     """`seed` seeds the split, the initialisation and the masking."""
 
-    threads: Annotated[int, Ge(1)] = 1
-    """Torch intra-op threads (1 on the shared 2-core CPU machine)."""
     resume: bool = False
     """Continue from the last checkpoint in --out (skips training when it is complete)."""
     method: str = "empp"

@@ -21,8 +21,6 @@ BACKBONES = ("cnn", "mlp", "vit", "convnext")
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """CPU threads for torch (these small models run fastest, and share a machine best, on one)."""
     task: str = "transfer"
     """What `train` runs: structure (fit a synthetic Conv2d update) or transfer (fine-tune)."""
     method: str = "flora"

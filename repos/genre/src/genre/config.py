@@ -21,8 +21,6 @@ VARIANTS = ("binned", "expanded")
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(0)] = 0
-    """torch CPU threads (0 keeps torch's default; 1 is fastest on a shared 2-core machine)."""
     resume: bool = False
     """Reuse the GenRe checkpoint in --out instead of training it again."""
     dataset: str = "compas"

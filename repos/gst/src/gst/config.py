@@ -18,8 +18,6 @@ class Config(RunConfig):
     methods: Annotated[tuple[str, ...], MinLen(1)] = METHODS
     """Methods: gst (joint, GEN/EST orders alternating), gst_gen (joint, GEN order only),
     nvs_only, pose_only, cnn_pose."""
-    threads: Annotated[int, Ge(1)] = 1
-    """Torch CPU threads."""
     resume: bool = False
     """Continue from the checkpoint in --out if one exists (skips training)."""
     data_dir: str = ""

@@ -19,8 +19,6 @@ METHODS = ("Mean", "OL", "Naive", "EWC", "ER", "MOL", "Modules-random", "MCL-NF"
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """CPU threads for torch (tiny tensors: one thread avoids contention on shared cores)."""
     signal: str = "image"
     """Signal family of `train`: image (grid x grid blocks), audio or video (time segments), or nerf
     (toy city of grid x grid blocks, one sub-task per block's cameras)."""

@@ -21,7 +21,13 @@ import tyro
 
 from . import hooks, results
 from .config import PRESETS, Config, validate
-from .runtime import check_readable_run, check_writable_dir, resolve_device, results_dir_of
+from .runtime import (
+    check_readable_run,
+    check_writable_dir,
+    limit_threads,
+    resolve_device,
+    results_dir_of,
+)
 
 PROG = "oft-sinkhorn"
 
@@ -95,6 +101,7 @@ def prepare(command: str, argv: list[str]) -> Config:
     if before is not None:
         before(cfg)
     validate(cfg)
+    limit_threads(cfg.threads)
     device = resolve_device(cfg.device)
     if device != cfg.device:
         cfg = dataclasses.replace(cfg, device=device)

@@ -18,8 +18,6 @@ SOLVERS = ("jacobi", "anderson", "lbfgs")
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """CPU threads for torch (1 avoids oversubscribing a shared machine)."""
     generator: str = "netgen-cap"
     """Instance family for `train`: uniform, netgen (uncapacitated), netgen-cap (arc capacities)
     or netgen-node (arc and node capacities)."""

@@ -19,8 +19,6 @@ Fraction = Annotated[float, Interval(ge=0, le=1)]
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Positive = 1
-    """torch intra-op threads."""
     workers: Positive = 1
     """bench: seeds trained at once in separate processes (each with --threads threads); the
     per-seed numbers do not depend on it."""

@@ -264,25 +264,55 @@ def claim(
     statement: str,
     paper: str,
     ours: str,
-    holds: bool | None = None,
-    test: list[dict[str, Any]] | None = None,
+    *,
+    test: list[dict[str, Any]],
     **extra: Any,
 ) -> dict[str, Any]:
-    """One claim. With `test` (parts from part()), the verdict and `holds` follow from its numbers;
-    without, `holds` must come from a comparison of measured metrics (the older form)."""
+    """One claim: its verdict (and `holds`, kept for readers of the older form) follow from the
+    numbers of `test` (parts from part()); an inconclusive one says how many seeds would decide."""
+    if not test:
+        raise ValueError(f"claim {cid}: give its test (parts from part())")
     out: dict[str, Any] = {"id": cid, "statement": statement, "paper": paper, "ours": ours}
-    if test is not None:
-        out["test"] = test
-        out["verdict"] = verdict(test)
-        needed = [s for s in map(seeds_needed, test) if s is not None]
-        if out["verdict"] == "inconclusive" and needed:
-            out["seeds_needed"] = max(needed)
-        out["holds"] = out["verdict"] == "holds"
-    elif holds is None:
-        raise ValueError(f"claim {cid}: give either holds or test")
-    else:
-        out["holds"] = bool(holds)
+    out["test"] = test
+    out["verdict"] = verdict(test)
+    needed = [s for s in map(seeds_needed, test) if s is not None]
+    if out["verdict"] == "inconclusive" and needed:
+        out["seeds_needed"] = max(needed)
+    out["holds"] = out["verdict"] == "holds"
     return {**out, **extra}
+
+
+def gate(claims: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Read each claim under its precondition: a claim whose "precondition" names another claim
+    of the same file that does not hold is inconclusive whatever its own numbers say (they stay in
+    "test", their verdict in "verdict_of_numbers"), with "not_read" saying why and no
+    seeds_needed (more seeds of an unreadable comparison decide nothing)."""
+    by_id = {c["id"]: c for c in claims}
+    done: dict[str, dict[str, Any]] = {}
+
+    def read(cid: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+        if cid in done:
+            return done[cid]
+        if cid in seen:
+            raise ValueError(f"claims {' -> '.join((*seen, cid))}: a circle of preconditions")
+        c = by_id[cid]
+        pid = c.get("precondition")
+        if pid is not None:
+            if pid not in by_id:
+                raise ValueError(f"claim {cid}: its precondition {pid!r} is not a claim here")
+            pre = read(pid, (*seen, cid))["verdict"]
+            if pre != "holds":
+                c = {k: v for k, v in c.items() if k != "seeds_needed"}
+                c.update(
+                    verdict_of_numbers=c["verdict"],
+                    verdict="inconclusive",
+                    holds=False,
+                    not_read=f"precondition {pid} is {pre}",
+                )
+        done[cid] = c
+        return c
+
+    return [read(c["id"]) for c in claims]
 
 
 # --- provenance -------------------------------------------------------------------------------
@@ -373,7 +403,8 @@ def results_document(
     performance: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """The results file's content; `wall_seconds` is this bench's own wall time."""
+    """The results file's content; `wall_seconds` is this bench's own wall time. Claims are read
+    under their preconditions (gate)."""
     doc = {
         "paper": paper,
         "mode": mode,
@@ -383,7 +414,7 @@ def results_document(
         "wall_seconds": round(float(wall_seconds), 2),
         "seeds": list(seeds),
         "metrics": metrics,
-        "claims": claims,
+        "claims": gate(claims),
     }
     if performance:
         doc["performance"] = performance

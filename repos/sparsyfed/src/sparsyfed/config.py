@@ -22,8 +22,6 @@ SPARSITY = Interval(ge=0, lt=1)
 
 @dataclasses.dataclass(frozen=True)
 class Config(RunConfig):
-    threads: Annotated[int, Ge(1)] = 1
-    """Torch CPU threads (the project machines share 2 cores)."""
     method: str = "sparsyfed"
     """What `train` runs: dense (FedAvg), topk, flash (fixed mask), sparsyfed, sparsyfed_na."""
     dataset: str = "digits"

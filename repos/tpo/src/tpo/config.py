@@ -34,8 +34,6 @@ class Config(RunConfig):
     tpo_shuffled)."""
     methods: tuple[str, ...] = METHODS
     """Methods the benchmark runs (sft, dpo, tpo_plr, tpo and tpo_shuffled are always needed)."""
-    threads: Positive = 1
-    """CPU threads for torch (one is fastest on a shared 2-core machine)."""
     resume: bool = False
     """Reuse the SFT checkpoint in --out instead of training it again."""
     trees: str = ""
