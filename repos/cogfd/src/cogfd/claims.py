@@ -158,13 +158,15 @@ CLAIMS = (
 
 
 def claims_from(metrics: dict) -> list[dict[str, Any]]:
-    """Every claim with its structured test; its negative control (the same test with the
-    control method in CoGFD's place, which must not hold) when the control was run."""
+    """Every claim whose comparison was run, with its structured test; its negative control (the
+    same test with the control method in CoGFD's place, which must not hold) when it was run."""
     out = []
     for cid, statement, paper, make_parts, control in CLAIMS:
         test = make_parts(metrics, "cogfd")
+        if not test:  # nothing it compares was run (e.g. no rival eraser): no claim to read
+            continue
         c = claim(cid, statement, paper, _text(test), test=test)
-        if control in metrics:
+        if control in metrics and make_parts(metrics, control):
             ctrl = claim(
                 f"{cid}-control",
                 f"negative control: {control} in CoGFD's place must not hold",
