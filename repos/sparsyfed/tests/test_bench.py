@@ -255,13 +255,59 @@ def test_split_and_tuning_rows_run_on_the_bench(tiny):
     cfg = dataclasses.replace(
         tiny, bench_alphas=(0.1,), bench_sparsities=(0.9,), bench_norm_arch="", rounds=1,
         bench_splits=("lda_equal",), bench_tune_lr0s=(0.25, 0.5), seeds=(0, 1),
+        val_fraction=0.15,
     )  # fmt: skip
     doc = run_bench(cfg)
     ids = [c["id"] for c in doc["claims"]]
     assert "sparsyfed-near-dense-s0.9-lda-equal" in ids and "sparsyfed-beats-topk-tuned" in ids
     assert set(doc["tuning"]) == {"dense", "topk", "sparsyfed"}
     assert all(c["verdict"] != "holds" for c in doc["claims"])  # 2 seeds never hold
-    assert (
-        "val_accuracy"
-        in doc["metrics"]["SparsyFed (alpha=0.1, s=0.9, lr0=0.25, val_fraction=0.15)"]
+    assert "val_accuracy" in doc["metrics"]["SparsyFed (alpha=0.1, s=0.9, lr0=0.25)"]
+    # lr0 = 0.5 is the plain row (same hold-out split), not a second run of it
+    assert "val_accuracy" in doc["metrics"]["SparsyFed (alpha=0.1, s=0.9)"]
+    assert doc["tuning"]["dense"]["val_accuracy"].keys() == {"0.25", "0.5"}
+
+
+def test_paper_grid_tunes_three_lr0s_with_22_runs_a_seed():
+    """The paper preset's equal tuning fits its time budget: lr0 0.25 / 0.5 / 1.0 for dense,
+    Top-K and SparsyFed, where 0.5 (the paper's schedule) is the plain row, every run on the
+    paper's 10% validation hold-out: 13 + 3 (lda_equal) + 6 runs a seed, no duplicates."""
+    from sparsyfed.bench import grid, tuned_rows
+
+    cfg = PRESETS["paper"]
+    runs = grid(cfg)
+    assert len(runs) == 22 and len({label(*r) for r in runs}) == 22
+    extra_lrs = sorted({dict(r[4]).get("lr0") for r in runs if dict(r[4]).get("lr0")})
+    assert extra_lrs == [0.25, 1.0] and cfg.val_fraction == 0.1 and cfg.lr0 == 0.5
+    metrics = {
+        label(*r): {"val_accuracy": {"mean": 0.5 + 0.1 * (dict(r[4]).get("lr0") == 1.0)}}
+        for r in runs
+    }
+    tuned = tuned_rows(metrics, cfg)
+    assert tuned["sparsyfed"]["row"] == "SparsyFed (alpha=0.1, s=0.9, lr0=1)"
+    metrics = {k: {"val_accuracy": {"mean": 0.5}} for k in metrics}
+    assert tuned_rows(metrics, cfg)["dense"]["row"] == "FedAvg (dense) (alpha=0.1, lr0=0.25)"
+
+
+def test_tuning_needs_a_validation_hold_out():
+    from sparsyfed.config import validate
+
+    with pytest.raises(ValueError, match="val-fraction"):
+        validate(dataclasses.replace(PRESETS["paper"], val_fraction=0.0))
+
+
+def test_bench_never_reuses_run_folders_by_default(tiny):
+    """No preset reuses finished run folders unless --reuse-runs is given: a second bench over
+    the same folders trains every run again, and its wall time covers that training."""
+    from sparsyfed.config import PRESETS as presets
+
+    assert not any(p.reuse_runs for p in presets.values())
+    cfg = dataclasses.replace(
+        tiny, bench_alphas=(0.1,), bench_sparsities=(0.9,), bench_norm_arch=""
     )
+    run_bench(cfg)
+    stamp = Path(cfg.out, "dense_a0.1_s0.9", "seed0", "metrics.json").stat().st_mtime_ns
+    again = run_bench(cfg)
+    assert again["reused_runs"] == [] and again["run_seconds"]["reused_runs"] == 0
+    assert Path(cfg.out, "dense_a0.1_s0.9", "seed0", "metrics.json").stat().st_mtime_ns > stamp
+    assert again["wall_seconds"] >= again["run_seconds"]["all_runs"]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .baselines import LABELS
+from .baselines import LABELS, method_spec
 from .config import Config, validate
 from .results import (
     claim,
@@ -43,9 +43,12 @@ HEADLINE = ("dense", "topk", "flash", "sparsyfed_na", "sparsyfed", "sparsyfed_b1
 DECISIVE = ("dense", "topk", "sparsyfed")  # the methods of the near-dense / beats-Top-K claims
 FLOWER_OFF = (
     "Flower run_simulation (Ray) timing is opt-in (--flower-rounds N, limited to "
-    "--flower-timeout-s): Ray starts ~8 processes and an actor that imports torch, 88 s for 2 "
-    "quick rounds on an idle 2-core machine and over 8 min when the cores are busy; the slow "
-    "test tests/test_flower.py checks the Simulation Engine gives the in-process global model"
+    "--flower-timeout-s): Ray starts ~8 processes and an actor that imports torch. Measured by "
+    "hand, in no results file: 2 quick rounds done after 88 s (95 s in all) on the shared 2-core "
+    "machine at load ~9 (other benches running), and Ray's start-up still at round 1 after "
+    "480 s under a running verify (killed there); no idle-machine figure was measured. The "
+    "slow test tests/test_flower.py checks the Simulation Engine gives the in-process global "
+    "model"
 )
 
 Extra = tuple[tuple[str, object], ...]
@@ -66,12 +69,11 @@ def label(method: str, alpha: float, sparsity: float, arch: str = "", extra: Ext
 
 
 def tuning_extra(cfg: Config, lr0: float) -> Extra:
-    """The overrides of one equal-tuning run: lr0, lr_final scaled alike, a validation hold-out."""
-    return (
-        ("lr0", float(lr0)),
-        ("lr_final", float(lr0 * cfg.lr_final / cfg.lr0)),
-        ("val_fraction", float(cfg.tune_val_fraction)),
-    )
+    """The overrides of one equal-tuning run: lr0 and lr_final scaled alike; () for the preset's
+    own lr0 (that entry is the plain row, trained on the same hold-out split)."""
+    if lr0 == cfg.lr0:
+        return ()
+    return (("lr0", float(lr0)), ("lr_final", float(lr0 * cfg.lr_final / cfg.lr0)))
 
 
 def grid(cfg: Config) -> list[tuple[str, float, float, str, Extra]]:
@@ -94,7 +96,12 @@ def grid(cfg: Config) -> list[tuple[str, float, float, str, Extra]]:
         if split != cfg.split
         for m in DECISIVE
     ]
-    runs += [(m, a0, s0, "", tuning_extra(cfg, lr)) for lr in cfg.bench_tune_lr0s for m in DECISIVE]
+    runs += [
+        (m, a0, s0, "", tuning_extra(cfg, lr))
+        for lr in cfg.bench_tune_lr0s
+        if lr != cfg.lr0  # the plain rows
+        for m in DECISIVE
+    ]
     return runs
 
 
@@ -408,7 +415,7 @@ def plot(cfg: Config, histories: dict[str, dict]) -> Any:
 
 
 BENCH_ONLY = ("reuse_runs", "workers", "flower_rounds", "flower_timeout_s", "quiet", "seeds",
-              "results_dir", "partial_out", "merge", "tune_val_fraction", "name", "out",
+              "results_dir", "partial_out", "merge", "name", "out",
               "flower_client_cpus", "flower_client_gpus", "flower_ray_cpus", "eval_file")  # fmt: skip
 """Config fields that shape the bench, not a run: a stored run that differs only there is reused."""
 
@@ -469,6 +476,10 @@ def run_seed(cfg: Config, seed: int) -> dict:
     fresh: dict[str, dict] = {}
     if cfg.workers > 1 and len(todo) > 1:
         import multiprocessing
+
+        # the slower runs (activation pruning, ~1.3x) go first, so a seed's pool ends on short
+        # ones (every run seeds itself: the order changes no number)
+        todo.sort(key=lambda run: not method_spec(run[1]).act_prune)
 
         ctx = multiprocessing.get_context("spawn")  # no forked torch thread pools
         with ProcessPoolExecutor(min(cfg.workers, len(todo)), mp_context=ctx) as pool:
