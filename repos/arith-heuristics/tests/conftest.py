@@ -25,7 +25,7 @@ TINY = {
     "n_checkpoints": 2,
     "first_heuristics_layer": 1,
     "n_prompts": 12,
-    "faith_fracs": (0.1, 0.5),
+    "faith_fracs": (0.015, 0.1, 0.5),
     "knockout_prompts": 10,
     "knockout_counts": (1, 2),
     "min_heuristic_neurons": 1,

@@ -70,6 +70,7 @@ def test_readme_quick_start_commands_run_and_bench_leaves_results_alone(
         "--n-prompts",
         "10",
         "--faith-fracs",
+        "0.015",
         "0.1",
         "0.5",
         "--knockout-counts",
