@@ -47,6 +47,12 @@ def test_bench_writes_schema_claims_performance_and_figures(tiny):
     assert all(
         r["unit"] == "s" and r["ours_value"] > 0 and r["peer_value"] > 0 for r in rows.values()
     )
+    phases = doc["phase_seconds"]  # where the time goes, measured by the bench itself
+    for key in ("tuning", "evaluation", "performance", "init_check", "tuning_job_seconds"):
+        assert phases[key] >= 0, key
+    assert {"main_job_seconds", "official_protocol_job_seconds", "k_sweep_job_seconds"} <= set(
+        phases
+    )
     figures = sorted(p.name for p in (Path(tiny.results_dir) / "figures").glob("*.png"))
     assert figures == [
         "quick_curves.png",
@@ -155,7 +161,7 @@ def test_paper_preset_is_the_official_scale():
     assert paper.name == "paper" and paper.steps == 10_000 and len(paper.seeds) >= 10
     assert set(paper.problems) == {"quadratic", "linear", "nonlinear"}
     assert not set(paper.seeds) & set(paper.tune_seeds)
-    assert set(PRESETS["quick"].tune_lrs) < set(paper.tune_lrs)  # the same grid, one step wider
+    assert set(PRESETS["quick"].tune_lrs) < set(paper.tune_lrs)  # quick: a part of the same grid
 
 
 def test_paper_preset_writes_paper_json_and_figures_into_results_dir(tmp_path):
@@ -266,10 +272,49 @@ def test_official_protocol_claims_and_the_k_sweep_claim():
     k = claims["k-sweep-lowest-worst-quadratic"]
     assert k["verdict"] == "holds" and len(k["test"]) == 4
     assert k["negative_control"]["verdict"] == "contradicted"
-    # TCH-Set wins at K=5 only: the sweep claim is contradicted
+    assert [b["verdict"] for b in k["by_k"]] == ["holds", "holds"]
+    # TCH-Set wins at K=5 only: the sweep claim is contradicted, and says at which K
     metrics["TCH-Set"]["quadratic-K5-m12/worst"]["values"] = [v / 3 for v in stch]
     claims = by_id(compute_claims(("quadratic",), metrics, sweeps))
-    assert claims["k-sweep-lowest-worst-quadratic"]["verdict"] == "contradicted"
+    k = claims["k-sweep-lowest-worst-quadratic"]
+    assert k["verdict"] == "contradicted"
+    assert k["by_k"][1] == {
+        "k": 5,
+        "m": 12,
+        "verdict": "contradicted",
+        "contradicted_by": ["TCH-Set"],
+    }
+    assert k["ours"].startswith("By K: contradicted at K=5 (TCH-Set); holds at K=3.")
+    # every number labelled with its scale: the ratio 1/3 as a ratio, its log as a log ratio
+    assert "K=5 m=12: TCH-Set / STCH-Set ratio 0.333x [0.333, 0.333] (log ratio -1.1 " in k["ours"]
+    assert "STCH-Set lower on 0/5 seeds, contradicted" in k["ours"]
+    assert "log(" not in k["ours"]
+
+
+def test_the_sweep_point_at_the_presets_k_is_the_main_run(tiny, monkeypatch):
+    cfg = dataclasses.replace(
+        tiny, problems=("quadratic",), methods=("stch-set", "tch-set", "som"), k_sweep=(2, 3)
+    )
+    ran = []
+    real = bench.run_job
+
+    def counting(cfg, job):
+        ran.append(job)
+        return real(cfg, job)
+
+    monkeypatch.setattr(bench, "run_job", counting)
+    per_seed = bench.run_batch(cfg)
+    runs = {(r["prefix"], r["label"]): r for r in per_seed[cfg.seeds[0]]["runs"]}
+    evaluation = [job for job in ran if not job.tuning]
+    # 3 main + 3 official-protocol + 3 at K=2; K=3 (the preset's K at m=12) reuses the main runs
+    assert len(evaluation) == 9 and len(set(evaluation)) == 9
+    assert len([job for job in ran if job.tuning]) == len(cfg.tune_lrs) * 3  # every rate runs
+    for label in ("STCH-Set", "TCH-Set", "SoM"):
+        main, point = runs[("quadratic", label)], runs[("quadratic-K3-m12", label)]
+        assert point["worst"] == main["worst"] and point["lr"] == main["lr"]
+        assert main["history"] and not point["history"]
+    other_k = runs[("quadratic-K2-m12", "STCH-Set")]
+    assert other_k["average"] != runs[("quadratic", "STCH-Set")]["average"]
 
 
 def test_official_protocol_runs_untuned_from_the_official_init_and_the_sweep_at_its_k(tiny):
@@ -293,9 +338,9 @@ def test_official_protocol_runs_untuned_from_the_official_init_and_the_sweep_at_
 def test_tuning_sees_the_validation_seeds_only(tiny, monkeypatch):
     seen = []
 
-    def fake_run_jobs(cfg, jobs):
+    def fake_run_jobs(cfg, jobs, desc="jobs"):
         seen.extend(jobs)
-        return [{"worst": [job.lr] * len(job.seeds)} for job in jobs]
+        return [{"worst": [job.lr] * len(job.seeds), "job_seconds": 0.0} for job in jobs]
 
     monkeypatch.setattr(bench, "run_jobs", fake_run_jobs)
     chosen, record = bench.tune(tiny, ("quadratic",))

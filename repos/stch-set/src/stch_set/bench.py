@@ -14,7 +14,7 @@ import dataclasses
 import math
 import multiprocessing
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import numpy as np
 import torch
@@ -64,6 +64,7 @@ def run_job(cfg: Config, job: Job) -> dict:
     (the fallback is recorded in the JSON's tuning.used)."""
     if cfg.device == "cpu":
         torch.set_num_threads(cfg.threads)
+    clock = time.perf_counter()
     smaller = sorted((lr for lr in cfg.tune_lrs if lr < job.lr), reverse=True)
     for lr in [job.lr] if job.tuning else [job.lr, *smaller]:
         run_cfg = dataclasses.replace(
@@ -78,24 +79,51 @@ def run_job(cfg: Config, job: Job) -> dict:
                 raise
             continue
         del result["solutions"]  # the benchmark keeps scores only (no tensors between processes)
-        return {**result, "lr": lr}
+        return {**result, "lr": lr, "job_seconds": time.perf_counter() - clock}
     if job.tuning:
-        return {"worst": [math.inf] * len(job.seeds), "diverged": True, "lr": job.lr}
+        return {
+            "worst": [math.inf] * len(job.seeds),
+            "diverged": True,
+            "lr": job.lr,
+            "job_seconds": time.perf_counter() - clock,
+        }
     raise ValueError(
         f"{METHODS[job.method]} diverged (NaN) on {job.problem} at every learning rate <= {job.lr}"
     )
 
 
-def run_jobs(cfg: Config, jobs: list[Job]) -> list[dict]:
+def run_jobs(cfg: Config, jobs: list[Job], desc: str = "jobs") -> list[dict]:
     """Results in the order of `jobs`; with cfg.workers > 1 in spawned processes (each job is
-    deterministic in its inputs, so the results do not depend on the number of workers)."""
-    if cfg.workers == 1 or len(jobs) < 2:
-        return [run_job(cfg, job) for job in jobs]
-    order = sorted(range(len(jobs)), key=lambda i: -COST.get(jobs[i].problem, 1.0) * jobs[i].steps)
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx) as pool:
-        futures = {i: pool.submit(run_job, cfg, jobs[i]) for i in order}
-        return [futures[i].result() for i in range(len(jobs))]
+    deterministic in its inputs, so the results do not depend on the number of workers). Jobs that
+    differ only in check_every run once, as the one that records the most history (the K sweep's
+    point at the preset's own K and m is the main run). Unless quiet, a progress line per ~10% of
+    the jobs (`desc`: the phase) with the time spent and an estimate of the time left."""
+    unique: dict[Job, int] = {}
+    for i, job in enumerate(jobs):
+        key = same_run(job)
+        if key not in unique or job.check_every > jobs[unique[key]].check_every:
+            unique[key] = i
+    todo = sorted(unique.values())
+    done: dict[int, dict] = {}
+    if cfg.workers == 1 or len(todo) < 2:
+        for i in progress(todo, desc, cfg.quiet):
+            done[i] = run_job(cfg, jobs[i])
+    else:
+        order = sorted(todo, key=lambda i: -COST.get(jobs[i].problem, 1.0) * jobs[i].steps)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=cfg.workers, mp_context=ctx) as pool:
+            futures = {pool.submit(run_job, cfg, jobs[i]): i for i in order}
+            for future in progress(as_completed(futures), desc, cfg.quiet, total=len(futures)):
+                done[futures[future]] = future.result()
+    return [done[unique[same_run(job)]] for job in jobs]
+
+
+def same_run(job: Job) -> Job:
+    """The job with what does not change its numbers normalised: no history (check_every only
+    adds evaluations of the averaged weights, which agree to float rounding, 1e-6 relative), and
+    the problem's own m and K spelled out."""
+    m, k = (job.m, job.k) if job.problem == USER else sizes(job.problem, job.m, job.k)
+    return dataclasses.replace(job, check_every=0, m=m, k=k)
 
 
 def gradient_methods(cfg: Config) -> list[str]:
@@ -122,7 +150,9 @@ def tune(cfg: Config, names: tuple[str, ...]) -> tuple[dict, dict]:
         for meth in methods
         for lr in grid
     ]
-    results = iter(run_jobs(cfg, jobs) if len(grid) > 1 else [])
+    done = run_jobs(cfg, jobs, "tuning") if len(grid) > 1 else []
+    record["job_seconds"] = sum(r["job_seconds"] for r in done)
+    results = iter(done)
     chosen: dict[str, dict[str, float]] = {}
     for p in names:
         for meth in methods:
@@ -202,7 +232,7 @@ def seed_slice(prefix: str, label: str, job: Job, res: dict, i: int) -> dict:
         "worst": res["worst"][i],
         "average": res["average"][i],
         "seconds": res["seconds"] / len(job.seeds),
-        "history": [[step, worst[i]] for step, worst in res["history"]],
+        "history": [[step, worst[i]] for step, worst in res["history"]] if job.check_every else [],
         "untrained": {key: res["untrained"][key][i] for key in ("worst", "average")},
     }
     if "truth" in res:
@@ -214,16 +244,44 @@ def run_batch(cfg: Config) -> dict[int, dict]:
     """Tuning, then every evaluation run on all of cfg.seeds at once (one seed-batched job per
     run); {seed: that seed's outputs}, each carrying the (seed-independent) tuning record."""
     names = problem_names(cfg)
+    clock = time.perf_counter()
     lrs, tuning = tune(cfg, names)
+    tuned = time.perf_counter()
     runs = main_jobs(cfg, names, lrs)
-    results = run_jobs(cfg, [job for _, _, job in runs])
+    results = run_jobs(cfg, [job for _, _, job in runs], "evaluation")
+    phases = {"tuning": tuned - clock, "evaluation": time.perf_counter() - tuned}
+    phases["tuning_job_seconds"] = tuning.pop("job_seconds")
+    phases.update(job_seconds(runs, results))
     return {
         seed: {
             "tuning": tuning,
             "runs": [seed_slice(p, lab, job, res, i) for (p, lab, job), res in zip(runs, results)],
+            "phase_seconds": phases,
         }
         for i, seed in enumerate(cfg.seeds)
     }
+
+
+def job_seconds(runs: list[tuple[str, str, Job]], results: list[dict]) -> dict[str, float]:
+    """Seconds of the evaluation jobs by phase, summed over jobs (a job run once for two entries
+    counted once): the CPU-seconds each phase costs on one core, to be divided by the workers."""
+    out: dict[str, float] = {}
+    seen: set[Job] = set()
+    for (prefix, _, job), res in zip(runs, results):
+        if same_run(job) in seen:
+            continue
+        seen.add(same_run(job))
+        phase = (
+            "nsga3"
+            if job.method == "nsga3"
+            else "k_sweep"
+            if job.k is not None and prefix == sweep_key(job.problem, job.k, job.m)
+            else "official_protocol"
+            if OFFICIAL_KEY in prefix
+            else "main"
+        )
+        out[f"{phase}_job_seconds"] = out.get(f"{phase}_job_seconds", 0.0) + res["job_seconds"]
+    return out
 
 
 _BATCH: dict[Config, dict[int, dict]] = {}
@@ -343,7 +401,10 @@ def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
     metrics, curves, tuning["used"] = collect(per_seed)
     sweeps = sweep_points(cfg)
     claims = compute_claims(names, metrics, sweeps)
+    clock = time.perf_counter()
     perf, growth = performance(cfg, names)
+    phases = dict(per_seed[seeds[0]].get("phase_seconds", {}))
+    phases["performance"] = time.perf_counter() - clock
     prefix = "quick_" if cfg.name == "quick" else f"{cfg.name}-"
     figures = {
         f"{prefix}worst.png": plot_worst(names, metrics),
@@ -352,6 +413,9 @@ def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
     }
     if sweeps:
         figures[f"{prefix}worst_vs_k.png"] = plot_k_sweep(sweeps, metrics)
+    clock = time.perf_counter()
+    checked = init_check(cfg, names)
+    phases["init_check"] = time.perf_counter() - clock
     doc = results_document(
         PAPER,
         cfg.name,
@@ -362,7 +426,8 @@ def finish(cfg: Config, per_seed: dict[int, dict], wall_seconds: float) -> dict:
         cfg.device,
         perf,
         paired=paired_table(names, metrics),
-        init_check=init_check(cfg, names),
+        init_check=checked,
+        phase_seconds={key: round(value, 2) for key, value in phases.items()},
         tuning=tuning,
         config=dataclasses.asdict(cfg),
     )
