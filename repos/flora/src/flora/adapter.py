@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import torch
@@ -23,7 +23,8 @@ from .results import save_safetensors
 from .weights import load_tensors_into
 
 SUPPORTED = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
-RankSpec = Sequence[int] | Callable[[tuple[int, ...]], Sequence[int]]
+RankRule = Sequence[int] | Callable[[tuple[int, ...]], Sequence[int]]
+RankSpec = RankRule | Mapping[str, RankRule]
 
 
 def tucker_delta(core: torch.Tensor, factors: Sequence[torch.Tensor], scale: float) -> torch.Tensor:
@@ -71,14 +72,19 @@ def nearest_to_budget(counts: dict[int, int], budget: int) -> int:
     return min(counts, key=lambda r: (abs(counts[r] - budget), r))
 
 
+def channel_ranks(shape: Sequence[int], r: int) -> tuple[int, ...]:
+    """Channel rank r on the (out, in/groups) modes, clipped to their sizes (a depthwise conv gets
+    1 on its in/groups mode); kernel modes at full rank."""
+    return (min(r, shape[0]), min(r, shape[1]), *shape[2:])
+
+
 def ranks_near_lora_budget(lora_rank: int) -> Callable[[tuple[int, ...]], tuple[int, ...]]:
     """A rank rule for whole models: full rank on kernel modes, and the channel rank r (clipped to
     each mode's size, so a depthwise conv gets 1 on its in/groups mode) whose FLoRA parameter
     count is nearest to what LoRA of rank `lora_rank` spends on the same weight (ties: smaller r).
-    A "largest r within the budget" rule would leave linear layers at r - 1 (the r x r core)."""
-
-    def channel_ranks(shape: tuple[int, ...], r: int) -> tuple[int, ...]:
-        return (min(r, shape[0]), min(r, shape[1]), *shape[2:])
+    A "largest r within the budget" rule would leave linear layers at r - 1 (the r x r core).
+    `baselines.rank_for_budget` starts from it and moves a few layers by one rank to bring the
+    whole model's count near LoRA's."""
 
     def rule(shape: tuple[int, ...]) -> tuple[int, ...]:
         counts = {
@@ -189,8 +195,9 @@ def apply_flora(
     flat: bool = False,
 ) -> list[str]:
     """Freeze `model` and replace every module whose qualified name fully matches the regex
-    `pattern` by a FLoRA wrapper. `ranks` is one rank per weight mode, or a rule shape -> ranks.
-    Returns the wrapped names; raises ValueError when nothing matches."""
+    `pattern` by a FLoRA wrapper. `ranks` is one rank per weight mode, a rule shape -> ranks, or
+    a mapping from each matched module name to either. Returns the wrapped names; raises
+    ValueError when nothing matches."""
     regex = re.compile(pattern)
     names = [n for n, _ in model.named_modules() if n and regex.fullmatch(n)]
     if not names:
@@ -208,7 +215,10 @@ def apply_flora(
         shape = tuple(base.weight.shape)
         if flat and len(shape) > 2:
             shape = (shape[0], math.prod(shape[1:]))
-        r = ranks(shape) if callable(ranks) else ranks
+        if isinstance(ranks, Mapping) and name not in ranks:
+            raise ValueError(f"ranks name no rank for module {name!r} (they cover {list(ranks)})")
+        spec = ranks[name] if isinstance(ranks, Mapping) else ranks
+        r = spec(shape) if callable(spec) else spec
         try:
             setattr(parent, child, FLoRA(base, r, scale, dropout, flat))
         except ValueError as exc:

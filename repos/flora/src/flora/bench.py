@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .baselines import ADAPTERS
+from .baselines import ADAPTERS, BUDGET_TOL
 from .claims import SHUFFLED, transfer_claims
 from .config import METHODS, STRUCTURE_METHODS, Config, validate
 from .models import LINEAR_ONLY
@@ -26,6 +26,13 @@ NAMES = {"flora": "FLoRA", "flora_flat": "FLoRA-flat", "lora": "LoRA", "dora": "
          "locon_tucker": "LoCon-Tucker", "loha": "LoHa", "lokr": "LoKr", "full": "Full FT",
          "linear_probe": "Linear probe", "bitfit": "BitFit"}  # fmt: skip
 TASKS = ("shift", "rotated")
+BUDGET_RULE = (
+    "per-layer ranks (FLoRA, FLoRA-flat: channel ranks); start: one rank for the model whose "
+    "trainable count is nearest to LoRA's at the budget's rank, ties to the smaller (FLoRA: each "
+    "layer's nearest to LoRA's count on that layer); then the fewest layers moved by one rank "
+    "that bring the count within `tolerance` of LoRA's, or the nearest count one-rank moves "
+    "reach; `rank` is the mean over the adapted layers; LoKr's count stops growing at rank 4"
+)
 
 
 def methods_for(backbone: str) -> tuple[str, ...]:
@@ -90,11 +97,12 @@ def run_cell(cfg: Config, backbone: str, rank: int, tuned: dict) -> tuple[dict, 
 
 
 def budget_row(cell: dict, backbone: str) -> dict:
-    """Each method's rank and trainable count at one budget, and its ratio to LoRA's count."""
+    """Each method's rank (mean over its adapted layers) and trainable count at one budget, and
+    its ratio to LoRA's count."""
     lora = cell[NAMES["lora"]][0][f"{backbone}_trainable"]
     return {
         name: {
-            "rank": int(runs[0][f"{backbone}_rank"]),
+            "rank": round(runs[0][f"{backbone}_rank"], 2),
             "trainable": int(runs[0][f"{backbone}_trainable"]),
             "ratio_to_lora": round(runs[0][f"{backbone}_trainable"] / lora, 4),
         }
@@ -163,9 +171,7 @@ def run_bench(cfg: Config) -> dict:
     doc["tuning"] = {"lr_grid": list(cfg.lr_grid), "scale_grid": list(cfg.scale_grid),
                      "split": "validation (a quarter of each task's train split), first seed",
                      "chosen": tuning}  # fmt: skip
-    doc["budget"] = {"rule": "each method's rank (FLoRA, FLoRA-flat: each layer's channel rank) "
-                             "whose trainable count is nearest to LoRA's at the budget's rank; "
-                             "ties to the smaller rank", "per_budget": budget}  # fmt: skip
+    doc["budget"] = {"rule": BUDGET_RULE, "tolerance": BUDGET_TOL, "per_budget": budget}
     write_results(results_dir_of(cfg), cfg.name, doc, pngs)
     return doc
 

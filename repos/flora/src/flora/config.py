@@ -59,8 +59,8 @@ class Config(RunConfig):
     lr: Annotated[float, Gt(0)] = 3e-3
     """Transfer task: Adam learning rate of `train` (the benchmark tunes it on lr_grid)."""
     lora_rank: Annotated[int, Ge(1)] = 4
-    """Transfer task: LoRA rank that sets the budget of `train`; every other adapter gets the
-    rank whose trainable count is nearest to LoRA's, ties to the smaller (FLoRA: layer by layer)."""
+    """Transfer task: LoRA rank that sets the budget of `train`; every other adapter gets per-layer
+    ranks whose trainable count is within 2.5% of LoRA's where one-rank moves allow it."""
     scale: Annotated[float, Gt(0)] = 2.0
     """Adapter scale of `train`: FLoRA's s, alpha / r for LoRA, DoRA, LoCon, LoHa and LoKr."""
     budget_ranks: Annotated[tuple[int, ...], MinLen(1), Ge(1)] = (4,)

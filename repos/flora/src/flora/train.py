@@ -26,14 +26,14 @@ from tqdm import tqdm
 
 from . import data, models
 from .adapter import apply_flora, set_merged
-from .baselines import peft_wrap, prepare, rank_for_budget, trainable_count
+from .baselines import Ranks, mean_rank, peft_wrap, prepare, rank_for_budget, trainable_count
 from .config import Config, validate
 from .results import atomic_write_json, read_config, save_safetensors
 from .runtime import resolve_device
 from .weights import load_state, load_trainable, save_trainable, trainable_state
 
 _PRETRAINED: dict[tuple, dict[str, torch.Tensor]] = {}
-_RANKS: dict[tuple, int] = {}
+_RANKS: dict[tuple, Ranks] = {}
 
 
 def _bar(iterable, cfg: Config, desc: str):
@@ -181,8 +181,9 @@ def pretrained(backbone: str, cfg: Config, tasks: dict) -> dict[str, torch.Tenso
     return _PRETRAINED[key]
 
 
-def method_rank(backbone: str, cfg: Config, model: nn.Module) -> int:
-    """The method's rank at LoRA's budget for cfg.lora_rank (cached: it depends on shapes only)."""
+def method_rank(backbone: str, cfg: Config, model: nn.Module) -> Ranks:
+    """The method's ranks at LoRA's budget for cfg.lora_rank, one per adapted layer for the ranked
+    adapters (cached: they depend on shapes only)."""
     key = (backbone, cfg.method, cfg.lora_rank, cfg.image_size, cfg.convnext_depths,
            cfg.convnext_dims, cfg.checkpoint, cfg.data_dir)  # fmt: skip
     if key not in _RANKS:
@@ -201,9 +202,9 @@ def transfer_tasks(cfg: Config, backbone: str) -> tuple[dict, dict]:
 
 def adapted_model(
     cfg: Config, backbone: str, name: str, task: dict, state: dict[str, torch.Tensor]
-) -> tuple[nn.Module, int]:
+) -> tuple[nn.Module, Ranks]:
     """The pretrained backbone set up for cfg.method on target task `name` (a new label space
-    gets a new, seeded head), and the method's rank at the budget."""
+    gets a new, seeded head), and the method's ranks at the budget."""
     model = build_backbone(backbone, cfg).to(cfg.device)
     model.load_state_dict(state)
     n_classes = int(task["y_train"].max()) + 1
@@ -218,13 +219,14 @@ def adapted_model(
 
 
 def task_metrics(
-    backbone: str, name: str, accs: dict[str, float], model: nn.Module, rank: int
+    backbone: str, name: str, accs: dict[str, float], model: nn.Module, rank: Ranks
 ) -> dict[str, float]:
+    """Accuracies, the trainable count and the mean rank over the adapted layers."""
     return {
         f"{backbone}_{name}_acc": accs["test"],
         f"{backbone}_{name}_val_acc": accs["val"],
         f"{backbone}_trainable": float(trainable_count(model)),
-        f"{backbone}_rank": float(rank),
+        f"{backbone}_rank": mean_rank(rank),
     }
 
 
