@@ -27,6 +27,7 @@ GENERATED = (
     "src/__package__/results.py",
     "src/__package__/runtime.py",
     "tests/test_skeleton.py",
+    "conftest.py",
     "CITATION.cff",
     "LICENSE",
 )

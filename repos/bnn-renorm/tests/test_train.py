@@ -10,7 +10,6 @@ import shutil
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from conftest import SHRINK
 
 from bnn_renorm import renorm, samplers, train
 from bnn_renorm.bench import figures
@@ -18,6 +17,7 @@ from bnn_renorm.cli import main
 from bnn_renorm.config import PRESETS
 from bnn_renorm.results import load_safetensors, save_safetensors
 from bnn_renorm.train import evaluate, train_and_evaluate
+from conftest import SHRINK
 
 
 @pytest.mark.slow
@@ -33,7 +33,7 @@ def test_larger_presets_run_at_tiny_size(preset, tiny, tmp_path):
 
 
 def test_paper_preset_names_its_figures_and_keeps_the_presets_sizes(readme_run, tmp_path):
-    folder, _, _ = readme_run
+    folder = readme_run.folder
     doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
     cfg = dataclasses.replace(PRESETS["paper"], **{k: v for k, v in SHRINK.items()})
     made = figures(cfg, doc["metrics"])
@@ -50,7 +50,7 @@ def test_paper_preset_names_its_figures_and_keeps_the_presets_sizes(readme_run, 
 
 def test_bench_schema_figures_and_determinism(readme_run):
     """The README run's bench output: schema, claims, figures; seed 0 reproduces `train`."""
-    folder, _, _ = readme_run
+    folder = readme_run.folder
     bench_run, train_run = folder / "runs" / "quick" / "seed0", folder / "runs" / "demo"
     assert json.loads((bench_run / "config.json").read_text())["p"] == SHRINK["p"]
     metrics = json.loads((bench_run / "metrics.json").read_text())
@@ -160,7 +160,7 @@ def test_eval_rescores_the_networks_train_saved(readme_run, tmp_path, capsys):
     """eval recomputes the sublinear estimator from networks.safetensors (edited networks change
     its numbers, not E1's) against the saved ground truth; damaged files are one line each."""
     run = tmp_path / "run"
-    shutil.copytree(readme_run[0] / "runs" / "demo", run)
+    shutil.copytree(readme_run.folder / "runs" / "demo", run)
     saved = json.loads((run / "metrics.json").read_text())
     nets = load_safetensors(run / train.NETWORKS, framework="numpy")
     key = f"n{SHRINK['sub_relu_widths'][0]}/trained/0/w"

@@ -1,32 +1,14 @@
-"""The command line beyond tests/test_skeleton.py: DeGEM's own misuse cases, graph files, the
-README quick start."""
+"""The command line beyond the generated tests/test_skeleton.py (which runs DeGEM's own misuse
+cases and the README's Quick start from tests/skeleton.toml): graph files, the presets."""
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from degem.cli import main, parse
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["train", "--epochs", "0"], "epochs must be >= 1"),
-        (["train", "--ood-classes", "9"], "ood_classes must name existing classes"),
-    ],
-)
-def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(argv) == 2
-    assert message in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -70,34 +52,3 @@ def test_train_reads_a_graph_file_and_bench_refuses_one(tmp_path, capsys, monkey
 def test_every_preset_parses():
     for preset in ("quick", "paper", "full"):
         assert parse("train", ["--preset", preset]).name == preset
-
-
-def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
-    """Every `degem ...` line of the README's Quick start, shrunk by extra flags, exits 0; the
-    bench writes runs/quick/quick.json, never results/ unless asked to."""
-    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(degem .+)$", section, re.MULTILINE)]
-    assert commands, "the README's Quick start names no command"
-    monkeypatch.chdir(tmp_path)
-    shrink = [
-        *(
-            [
-                "--n-nodes",
-                "100",
-                "--feat-dim",
-                "8",
-                "--hidden",
-                "16",
-                "--energy-hidden",
-                "8",
-                "--epochs",
-                "2",
-            ]
-        ),
-        *(["--mcmc-steps", "2", "--seeds", "0", "--quiet"]),
-    ]
-    for argv in commands:
-        assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "degem"
-    assert (tmp_path / "runs" / "quick" / "figures" / "auroc.png").exists()
-    assert not (tmp_path / "results").exists()

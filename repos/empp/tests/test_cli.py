@@ -1,59 +1,17 @@
-"""The command line beyond tests/test_skeleton.py: this project's misuse cases exit 2 with a
-clear message, the README quick start runs, the real-format loaders are reachable."""
+"""The command line beyond the generated tests/test_skeleton.py (which runs this project's misuse
+cases and the README's Quick start from tests/skeleton.toml): the real-format loaders are
+reachable."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import re
-import shlex
-from pathlib import Path
 
 import numpy as np
-import pytest
 
 from empp.cli import main
 
 from .conftest import TINY
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["train", "--epochs", "0"], "epochs must be >= 1"),
-        (["train", "--method", "magic"], "method must be one of"),
-        (["train", "--task", "dft"], "task must be 'qm9' or 'md'"),
-        (["bench", "--lr-grid", "1e-3"], "needs n_val >= 1"),
-        (["bench", "--tasks", "qm9", "xyz"], "tasks must be a non-empty subset"),
-    ],
-)
-def test_misuse_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
-    assert main(argv) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
-    """Every `empp ...` line of the README's Quick start, shrunk by extra flags, exits 0."""
-    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(empp .+)$", section, re.MULTILINE)]
-    assert commands, "the README's Quick start names no command"
-    monkeypatch.chdir(tmp_path)
-    shrink = []
-    for key, value in TINY.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            shrink += [flag] if value else []
-        elif isinstance(value, tuple):
-            shrink += [flag, *map(str, value)]
-        else:
-            shrink += [flag, str(value)]
-    for argv in commands:
-        assert main(argv[1:] + shrink) == 0, argv
-    assert json.loads((tmp_path / "runs" / "quick" / "quick.json").read_text())["paper"] == "empp"
-    assert not (tmp_path / "results").exists()
 
 
 def _flags(cfg: dict) -> list[str]:

@@ -1,5 +1,5 @@
-"""Shared fixtures: the quick preset shrunk until a run takes seconds, and one run of the
-README's Quick start commands shared by the tests that inspect its output.
+"""Shared fixtures: the quick preset shrunk until a run takes seconds (the README's Quick start,
+run once by the generated ../conftest.py, is shrunk by the same flags).
 
 Every test uses the same shrunk sizes so that each jitted update compiles once per session
 (JAX compilation dominates the suite's time).
@@ -10,10 +10,9 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
-import re
-import shlex
 import shutil
 import tempfile
+import tomllib
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,48 +30,14 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 
 import pytest
 
-from leq.cli import main
 from leq.config import PRESETS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
+# The tiny size of every test: the [readme.shrink] of tests/skeleton.toml, which the generated
+# ../conftest.py also adds to the README commands.
+SKELETON = tomllib.loads((Path(__file__).parent / "skeleton.toml").read_text())
 SHRINK = {
-    "n_transitions": 2000,
-    "episode_len": 50,
-    "eval_episodes": 8,
-    "hidden": 16,
-    "layers": 1,
-    "model_members": 2,
-    "model_elites": 1,
-    "model_hidden": 16,
-    "model_layers": 1,
-    "model_steps": 100,
-    "bc_steps": 10,
-    "steps": 20,
-    "batch": 16,
-    "horizon": 2,
-    "rollout_every": 10,
-    "rollout_states": 32,
-    "perf_steps": 10,
-    "methods": ("LEQ", "IQL", "MB-onestep"),
-    "dense_env": "",
-    "seeds": (0,),
-    "quiet": True,
-    "workers": 1,
+    name: tuple(v) if isinstance(v, list) else v for name, v in SKELETON["readme"]["shrink"].items()
 }
-
-
-def shrink_flags(extra: dict | None = None) -> list[str]:
-    flags = []
-    for name, value in {**SHRINK, **(extra or {})}.items():
-        flag = "--" + name.replace("_", "-")
-        if value is True:
-            flags.append(flag)
-        elif isinstance(value, tuple):
-            flags += [flag, *map(str, value)]
-        else:
-            flags += [flag, str(value)]
-    return flags
 
 
 @pytest.fixture
@@ -83,23 +48,3 @@ def tiny(tmp_path):
         results_dir=str(tmp_path / "results"),
         **SHRINK,
     )
-
-
-def readme_commands() -> list[list[str]]:
-    """Every `leq ...` line of the README's Quick start section."""
-    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    return [shlex.split(c) for c in re.findall(r"^(leq .+)$", section, re.MULTILINE)]
-
-
-@pytest.fixture(scope="session")
-def readme_run(tmp_path_factory):
-    """Run the README's Quick start commands once, shrunk; return (folder, commands, codes)."""
-    folder = tmp_path_factory.mktemp("readme")
-    commands = readme_commands()
-    cwd = os.getcwd()
-    os.chdir(folder)
-    try:
-        codes = [main(argv[1:] + shrink_flags()) for argv in commands]
-    finally:
-        os.chdir(cwd)
-    return folder, commands, codes

@@ -15,7 +15,7 @@ from leq.config import PRESETS
 
 @pytest.mark.slow  # shares the README run (about 85 s on a loaded machine)
 def test_bench_writes_schema_claims_and_figures(readme_run):
-    folder = readme_run[0]
+    folder = readme_run.folder
     doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
     for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
         assert key in doc

@@ -11,33 +11,6 @@ from oft_sinkhorn.config import PRESETS
 
 torch.set_num_threads(1)
 
-# Flags that shrink any quick-preset command (used by the README test).
-SHRINK = [
-    "--n",
-    "20",
-    "--sizes",
-    "20",
-    "30",
-    "--seeds",
-    "0",
-    "1",
-    "--eps",
-    "0.3",
-    "0.1",
-    "0.03",
-    "--tune-n",
-    "20",
-    "--compare-n",
-    "20",
-    "--control-n",
-    "20",
-    "--compare-max-iter",
-    "20000",
-    "--bipartite-size",
-    "5",
-    "--quiet",
-]
-
 
 @pytest.fixture
 def tiny(tmp_path):

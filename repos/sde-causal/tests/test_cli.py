@@ -1,43 +1,16 @@
-"""The command line beyond tests/test_skeleton.py: SigKer-CI's own misuse cases, `discover` and
-`simulate` on a user's file, the README quick start."""
+"""The command line beyond tests/test_skeleton.py (which runs the misuse cases of skeleton.toml and
+the README's Quick start): `discover` and `simulate` on a user's file, the Quick start's discover."""
 
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import TINY
 
 from sde_causal import paths_io, sde
 from sde_causal.cli import main
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["train", "--n-paths", "2"], "n_paths must be >= 8, got 2"),
-        (["train", "--n-grid", "16", "4"], "n_grid must be >= 8 for every entry"),
-        (["train", "--n-paths", "abc"], "Error parsing --n-paths"),
-        (["train", "--bogus", "1"], "Unrecognized options: --bogus"),
-        (["bench", "--alpha", "1.5"], "alpha must lie in (0, 1), got 1.5"),
-        (["bench", "--incr-window", "0.9"], "incr_window values must be in (0, cut=0.5]"),
-        (["discover"], "the following arguments are required: --data"),
-        (["discover", "--data", "x.csv", "--n-perm", "many"], "invalid int value: 'many'"),
-        (["simulate", "--out", "x.txt"], "--out must end in .csv or .npz, got 'x.txt'"),
-        (["simulate", "--out", "x.csv", "--family", "cubic"], "invalid choice: 'cubic'"),
-    ],
-)
-def test_misuse_exits_2_with_one_line(argv, message, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert message in err and len(err.strip().splitlines()) == 1, err
 
 
 def _write_edge_data(path: Path, n: int = 80) -> None:
@@ -170,32 +143,12 @@ def test_discover_rejects_other_suffixes_and_broken_npz(tmp_path, capsys):
     assert "paths.npz: not an .npz archive" in err and len(err.strip().splitlines()) == 1
 
 
-def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
-    """Every `sde-causal ...` line of the README's Quick start, shrunk by extra flags, exits 0;
-    the bench writes runs/quick/, never results/ unless asked to."""
-    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(sde-causal .+)$", section, re.MULTILINE)]
-    assert commands, "the README's Quick start names no command"
-    assert any(c[1] == "discover" for c in commands)
-    monkeypatch.chdir(tmp_path)
-    shrink = []
-    for key, value in {**TINY, "tune_reps": 0, "irregular_reps": 0, "n_hidden": 0}.items():
-        flag = "--" + key.replace("_", "-")
-        if isinstance(value, bool):
-            shrink.append(flag)
-        elif isinstance(value, tuple):
-            shrink += [flag, *map(str, value)]
-        else:
-            shrink += [flag, str(value)]
-    for argv in commands:
-        extra = {"discover": ["--n-perm", "19", "--quiet"], "simulate": ["--n-paths", "40"]}.get(
-            argv[1], shrink
-        )
-        assert main(argv[1:] + extra) == 0, argv
-    runs = tmp_path / "runs" / "quick"
-    assert json.loads((runs / "quick.json").read_text())["paper"] == "sde-causal"
-    assert (runs / "figures" / "power_vs_n.png").exists()
-    assert not (tmp_path / "results").exists()
+def test_readme_quick_start_discovers_on_the_simulated_file(readme_run):
+    """The Quick start (run once by the generated `readme_run` fixture; test_skeleton.py checks its
+    exit codes, runs/quick/ and its figure) includes `discover` on the file `simulate` wrote."""
+    assert any(c[1] == "discover" for c in readme_run.commands)
+    assert readme_run.codes == [0] * len(readme_run.commands), readme_run.commands
+    assert readme_run.results()["paper"] == "sde-causal"
 
 
 def test_unwritable_output_and_directory_input_are_one_line(tmp_path, capsys):

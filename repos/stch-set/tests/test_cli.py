@@ -1,51 +1,30 @@
-"""The command line's project-specific misuse (one clear line, exit 2) and the README quick start;
-the generic contract (help, unknown commands, bounds, paths, corrupt runs) is test_skeleton.py."""
+"""The command line's own checks: the user's problems (files, entry points, misuse that writes runs/
+first), read-only folders, the Quick start's bench of the user's problem; the generic contract
+(help, unknown commands, bounds, paths, corrupt runs, the misuse cases of skeleton.toml, the
+README's Quick start) is test_skeleton.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import shlex
 from pathlib import Path
 
 import pytest
-import torch
-from conftest import SHRINK, as_flags
 
 from stch_set.cli import main
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["train", "--steps", "0"], "steps must be >= 1"),
-        (["train", "--mu", "0"], "mu must lie in (0, inf), got 0.0"),
-        (["train", "--mu", "-0.1"], "mu must lie in (0, inf)"),
-        (["train", "--mu", "inf"], "mu must lie in (0, inf)"),
-        (["train", "--perf-k", "200"], "perf_k must lie in [1, 128] for every entry"),
-        (["train", "--m", "4", "--k", "5"], "need 1 <= K <= m"),
-        (["train", "--method", "mgda"], "unknown method 'mgda'"),
-        (["train", "--problem", "zdt1"], "unknown problem 'zdt1'"),
-        (["train", "--steps", "abc"], "Error parsing --steps"),
-        (["train", "--init", "nope"], "invalid choice 'nope'"),
-        (["train", "--problem", "deep", "--init", "official"], "exists for quadratic"),
-        (["train", "--threads", "0"], "threads must be >= 1"),
-        (["bench", "--workers", "0"], "workers must be >= 1"),
-        (["bench", "--tune-lrs", "0.01", "-1"], "tune_lrs must lie in (0, inf) for every entry"),
-        (["bench", "--seeds", "0", "-2"], "seeds must be >= 0 for every entry"),
-        (["bench", "--tune-seeds", "0", "7"], "tune_seeds must be disjoint from seeds"),
-        (["bench", "--methods", "som", "tch-set"], "--methods must include stch-set"),
-        (["bench", "--compare-init-methods", "nsga3"], "gradient methods only"),
-        (["train", "--problem-file", "a.csv", "--problem-entry", "m:f"], "not both"),
         (["train", "--problem-file", "missing.csv"], "problem file missing.csv does not exist"),
         (["train", "--problem-entry", "nope_module:f"], "'nope_module:f' cannot be imported"),
-        (["train", "--problem-entry", "json:dumps", "--m", "3"], "--m does not apply"),
     ],
 )
-def test_misuse_exits_2_with_one_line_message(argv, message, capsys, tmp_path, monkeypatch):
+def test_missing_user_problem_exits_2_with_one_line_message(
+    argv, message, capsys, tmp_path, monkeypatch
+):
+    # not in skeleton.toml: the generated check found runs/ written in the folder before the error
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -95,27 +74,11 @@ def test_train_into_a_read_only_folder_is_one_line(tmp_path, monkeypatch, capsys
     assert not (locked / "run").exists()
 
 
-def test_readme_quick_start_commands_run(tmp_path, monkeypatch, capsys):
-    """Every `stch-set ...` line of the README's Quick start, shrunk by extra flags, exits 0
-    (with the example objectives.csv and mymodule.py the README describes)."""
-    section = README.read_text().split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    commands = [shlex.split(c) for c in re.findall(r"^(stch-set .+)$", section, re.MULTILINE)]
-    assert commands, "the README's Quick start names no command"
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    rows = torch.rand(12, 4, generator=torch.Generator().manual_seed(0)).tolist()
-    (tmp_path / "objectives.csv").write_text("\n".join(",".join(map(str, r)) for r in rows))
-    (tmp_path / "mymodule.py").write_text(
-        "import torch\ncentres = torch.randn(12, 4, generator=torch.Generator().manual_seed(0))\n"
-        "def objectives(x):\n    return ((x[:, None, :] - centres) ** 2).sum(-1)\n"
-    )
-    for argv in commands:
-        user = any(flag.startswith("--problem-") for flag in argv)
-        shrink = {k: v for k, v in SHRINK.items() if not (user and k == "m")}
-        assert main(argv[1:] + as_flags(shrink) + ["--seeds", "0"]) == 0, argv
-    assert json.loads((tmp_path / "runs/quick/quick.json").read_text())["paper"] == "stch-set"
-    assert not (tmp_path / "results").exists()  # the committed results/ only on request
-    assert (
-        "user/worst"
-        in json.loads((tmp_path / "runs/mine-bench/quick.json").read_text())["metrics"]["STCH-Set"]
-    )
+def test_readme_quick_start_benches_the_users_problem(readme_run):
+    """The Quick start (run once by the `readme_run` fixture of tests/conftest.py, with the example
+    objectives.csv and mymodule.py the README describes; test_skeleton.py checks its exit codes,
+    runs/quick/ and no results/) benches the user's objectives into --results-dir runs/mine-bench."""
+    assert readme_run.codes == [0] * len(readme_run.commands), readme_run.commands
+    assert readme_run.results()["paper"] == "stch-set"
+    mine = json.loads((readme_run.folder / "runs/mine-bench/quick.json").read_text())
+    assert "user/worst" in mine["metrics"]["STCH-Set"]
