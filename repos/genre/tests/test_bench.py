@@ -37,6 +37,8 @@ def test_bench_writes_schema_and_skips_a_missing_wheel(tiny, monkeypatch):
     assert "moons/GenRe@lam=2" in doc["metrics"]  # retrained on the first seed
     assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert all(c["id"].endswith("-moons") and "negative_control" in c for c in doc["claims"])
+    assert "genre-knn-plausible-moons" in {c["id"] for c in doc["claims"]}
+    assert "knn_plausibility" in doc["metrics"]["moons/GenRe"]
     for row in doc["performance"]:
         assert {"id", "what", "unit", "higher_is_better", "ours_value"} <= set(row)
     assert {p["peer"] for p in doc["performance"]} >= {"DiCE", "Wachter", "REVISE"}
@@ -82,10 +84,17 @@ def _run(seed: int, genre: dict, n: int = 200) -> dict:
     means = {
         "GenRe": genre,
         ORACLE: {"gold_validity": 0.99, "lof": 0.97, "soft_validity": 0.8, "cost": 0.5},
+        FLOOR: {**base, "knn_plausibility": 0.5},
         "NNR": base,
         "Wachter": {**base, "cost": 0.3, "lof": 0.4, "soft_validity": 0.55},
         "DiCE": base,
-        CONTROL: {"gold_validity": 0.2, "lof": 0.1, "soft_validity": 0.3, "cost": 1.5},
+        CONTROL: {
+            "gold_validity": 0.2,
+            "lof": 0.1,
+            "soft_validity": 0.3,
+            "cost": 1.5,
+            "knn_plausibility": 0.05,
+        },
     }
     instances = {}
     for name, m in means.items():
@@ -104,7 +113,13 @@ def _run(seed: int, genre: dict, n: int = 200) -> dict:
     return {"instances": instances, "timing": timing}
 
 
-GOOD = {"gold_validity": 0.99, "lof": 0.96, "soft_validity": 0.8, "cost": 0.5}
+GOOD = {
+    "gold_validity": 0.99,
+    "lof": 0.96,
+    "soft_validity": 0.8,
+    "cost": 0.5,
+    "knn_plausibility": 0.6,
+}
 METHODS = ("GenRe", "NNR", "Wachter", "DiCE")
 
 
@@ -112,6 +127,7 @@ def test_claims_hold_on_good_numbers_and_controls_fail():
     claims = compute_claims([_run(s, GOOD, 1000) for s in range(3)], "compas", METHODS, 500)
     assert [c["id"].rsplit("-", 1)[0] for c in claims] == [
         "genre-valid-plausible",
+        "genre-knn-plausible",
         "genre-matches-exact-q",
         "genre-best-score",
         "wachter-cheaper-implausible",
@@ -133,6 +149,14 @@ def test_claims_fail_when_genre_falls_short():
     }
     assert not claims["genre-valid-plausible-x"]["holds"]
     assert not claims["genre-best-score-x"]["holds"]
+    # the counterexample LOF cannot give: every recourse an inlier, but off the dense data
+    shallow = {**GOOD, "knn_plausibility": 0.25}
+    claims = {
+        c["id"]: c
+        for c in compute_claims([_run(s, shallow, 1000) for s in range(3)], "x", METHODS, 500)
+    }
+    assert claims["genre-knn-plausible-x"]["verdict"] == "contradicted"
+    assert claims["genre-valid-plausible-x"]["verdict"] == "holds"
 
 
 def test_claims_carry_structured_tests_and_verdicts():

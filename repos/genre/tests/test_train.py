@@ -119,6 +119,7 @@ def test_paper_preset_has_every_quick_claim():
     quick, paper = PRESETS["quick"], PRESETS["paper"]
     assert set(quick.bench_datasets) <= set(paper.bench_datasets)
     assert paper.bench_datasets[0] == "compas" and paper.sweep_retrain_lams
+    assert {"compas", "adult", "heloc"} <= set(paper.bench_datasets)  # the paper's three tables
 
 
 def test_genre_is_valid_on_moons(tmp_path):

@@ -127,3 +127,24 @@ def test_heloc_bench_runs_and_dropped_rows_are_reported(tiny, capsys):
     assert "heloc/GenRe" in doc["metrics"]
     assert {c["id"] for c in doc["claims"]} >= {"genre-valid-plausible-heloc"}
     assert "using a random 1500 of its 9871 rows" in capsys.readouterr().err
+
+
+def test_knn_plausibility_is_out_of_sample_and_separates_where_lof_saturates(world):
+    """Real training positives (out of sample for the held-out fit set) score 0.5 on average by
+    construction; points off the data score 0; points at the data's densest place score near
+    1, where LOF calls both those and the real positives inliers."""
+    p_gold = world.gold.predict_proba(world.x)[:, 1]
+    real = world.x[world.train][p_gold[world.train] > 0.5]
+    assert abs(world.knn(real).mean() - 0.5) < 0.01
+    assert world.knn(np.full((5, world.x.shape[1]), 5.0)).max() == 0.0
+    dense = real[np.argsort(world.knn.distance(real))[:20]]
+    assert world.knn(dense).mean() > 0.9
+    assert metrics.lof_inlier_rate(world.lofs["lof"], dense) == 1.0
+    assert metrics.lof_inlier_rate(world.lofs["lof"], real) > 0.9  # LOF: both ~1
+
+
+def test_knn_plausibility_on_a_hand_built_case():
+    held = np.array([[0.0], [1.0], [2.0], [3.0]])
+    knn = metrics.KnnPlausibility(held, np.array([[0.5], [1.5], [2.5], [9.0]]), k=1)
+    # reference d_1 = 0.5, 0.5, 0.5, 6.0: share of them at least a point's own d_1
+    np.testing.assert_allclose(knn(np.array([[1.0], [0.5], [4.0], [20.0]])), [1, 1, 0.25, 0])

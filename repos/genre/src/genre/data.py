@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import sys
 import warnings
 from pathlib import Path
 
@@ -78,6 +79,18 @@ def missing_wheel(dataset: str, data_path: str = "") -> str | None:
     )
 
 
+def drop_incomplete(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """The rows without a missing value; how many were dropped is said on stderr."""
+    complete = df.dropna()
+    if len(complete) < len(df):
+        print(
+            f"note: {source or 'table'}: dropped {len(df) - len(complete)} of {len(df)} rows "
+            "with a missing value",
+            file=sys.stderr,
+        )
+    return complete
+
+
 def from_frame(
     df: pd.DataFrame, label: str, immutable: list[str], categorical: list[str], source: str = ""
 ) -> Tabular:
@@ -90,7 +103,7 @@ def from_frame(
     missing = [c for c in [label, *immutable, *categorical] if c not in df.columns]
     if missing:
         raise ValueError(f"columns {missing} named by the schema are not in the table{where}")
-    df = df.dropna()
+    df = drop_incomplete(df, source)
     if len(df) < 2:
         raise ValueError(f"the table{where} has {len(df)} complete rows; expected at least 2")
     feats = [c for c in df.columns if c != label]
@@ -198,7 +211,7 @@ def load_adult(path: str = "") -> Tabular:
         na_values="?",
         comment="|",
     )
-    df = df.dropna()
+    df = drop_incomplete(df, str(path))
     income = df.income.astype(str)
     if len(df) == 0 or not income.str.match(r"^(<=|>)50K").all():
         got = repr(income.iloc[0]) if len(df) else "no complete row"
@@ -251,8 +264,8 @@ def load_heloc(path: str = "") -> Tabular:
     return from_frame(table, "label", [], [], source=str(path))
 
 
-def load_csv(path: str, schema_path: str) -> Tabular:
-    """A user's own table: CSV plus JSON schema {"label", "immutable", "categorical"}."""
+def load_csv(path: str, schema_path: str, name: str = "csv") -> Tabular:
+    """A user's own table `name`: CSV plus JSON schema {"label", "immutable", "categorical"}."""
     if not Path(schema_path).is_file():
         raise ValueError(f"schema file {str(schema_path)!r} does not exist")
     try:
@@ -264,7 +277,7 @@ def load_csv(path: str, schema_path: str) -> Tabular:
     missing = [k for k in ("label", "immutable", "categorical") if k not in schema]
     if missing:
         raise ValueError(f"schema {schema_path} lacks keys {missing}")
-    df = read_table(path, [schema["label"]], "CSV (--data-path)")
+    df = read_table(path, [schema["label"]], f"table {name} (CSV)")
     return from_frame(
         df,
         schema["label"],
@@ -282,6 +295,8 @@ def make_moons_data(n: int, seed: int, noise: float = 0.15) -> Tabular:
 
 
 def load(dataset: str, data_path: str = "", schema_path: str = "", seed: int = 0) -> Tabular:
+    """One data set by name: a built-in one (from `data_path` when given, in its own format),
+    two-moons, or a user's table (any other name: `data_path` CSV with its JSON schema)."""
     if dataset == "compas":
         return load_compas(data_path)
     if dataset == "adult":
@@ -292,6 +307,6 @@ def load(dataset: str, data_path: str = "", schema_path: str = "", seed: int = 0
         return load_heloc(data_path)
     if dataset == "moons":
         return make_moons_data(2000, seed)
-    if dataset == "csv":
-        return load_csv(data_path, schema_path)
-    raise ValueError(f"unknown dataset {dataset!r}")
+    if data_path and schema_path:
+        return load_csv(data_path, schema_path, dataset)
+    raise ValueError(f"unknown dataset {dataset!r} (a user's table needs a file and a schema)")

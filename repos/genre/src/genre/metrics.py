@@ -1,10 +1,11 @@
 """Recourse metrics of the paper: L1 cost, gold / soft / classifier validity, LOF inlier rate,
-the combined Score = validity + LOF - cost / d, and paired bootstrap intervals."""
+the combined Score = validity + LOF - cost / d, and paired bootstrap intervals; beside LOF, a
+kNN-distance plausibility that does not saturate (issue 73, point 3)."""
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.neighbors import LocalOutlierFactor
+from sklearn.neighbors import LocalOutlierFactor, NearestNeighbors
 
 
 def l1_cost(x: np.ndarray, x_cf: np.ndarray) -> np.ndarray:
@@ -25,6 +26,32 @@ def lof_inliers(lof: LocalOutlierFactor, x_cf: np.ndarray) -> np.ndarray:
 def lof_inlier_rate(lof: LocalOutlierFactor, x_cf: np.ndarray) -> float:
     """Fraction of recourses LOF calls inliers."""
     return float(lof_inliers(lof, x_cf).mean())
+
+
+class KnnPlausibility:
+    """How deep in the positive data a point lies, against real positives held out from it.
+
+    d_k(x) is the distance from x to its k-th nearest neighbour among `held_out` (gold
+    positives of the test split). `reference` (gold positives of the training split, none of
+    them in `held_out`) gives the data's own d_k, out of sample as a recourse's is. A point's
+    plausibility is the share of reference points with d_k at least its own: a real positive
+    scores 0.5 on average by construction, a point in a denser region more (up to 1), a point
+    off the data less (0 beyond every reference point). Unlike LOF's inlier rate it does not
+    saturate at 1 for everything inside the data's support."""
+
+    def __init__(self, held_out: np.ndarray, reference: np.ndarray, k: int = 5):
+        if len(held_out) == 0 or len(reference) == 0:
+            raise ValueError("kNN plausibility needs held-out and reference positives")
+        self.nn = NearestNeighbors(n_neighbors=min(k, len(held_out))).fit(held_out)
+        self.reference = np.sort(self.distance(reference))
+
+    def distance(self, x: np.ndarray) -> np.ndarray:
+        """d_k: distance to the k-th nearest held-out positive."""
+        return self.nn.kneighbors(np.asarray(x))[0][:, -1]
+
+    def __call__(self, x_cf: np.ndarray) -> np.ndarray:
+        beyond = np.searchsorted(self.reference, self.distance(x_cf), side="left")
+        return 1.0 - beyond / len(self.reference)
 
 
 def violations(
@@ -56,9 +83,11 @@ def per_instance(
     lofs: dict,
     immutable: np.ndarray,
     categorical: np.ndarray,
+    knn: KnnPlausibility | None = None,
 ) -> dict[str, np.ndarray]:
     """Every per-recourse quantity; `lofs` maps a name ("lof", "lof_train_fit") to a fitted
-    LOF. "score" uses the first LOF of `lofs` (the protocol's main fit set)."""
+    LOF. "score" uses the first LOF of `lofs` (the protocol's main fit set); `knn` adds
+    "knn_plausibility" (reported and claimed beside LOF, not part of the Score)."""
     out = {
         "cost": l1_cost(x, x_cf),
         "gold_validity": (p_gold > 0.5).astype(float),
@@ -68,6 +97,8 @@ def per_instance(
     }
     for name, lof in lofs.items():
         out[name] = lof_inliers(lof, x_cf)
+    if knn is not None:
+        out["knn_plausibility"] = knn(x_cf)
     main = next(iter(lofs))
     out["score"] = combined_score(out["gold_validity"], out[main], out["cost"], x.shape[1])
     return out

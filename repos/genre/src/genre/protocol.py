@@ -22,7 +22,7 @@ import torch
 
 from . import baselines, classifiers, data, metrics
 from .binned_transformer import PairTransformer, genre_recourse
-from .config import CONTROL, FLOOR, ORACLE, Config
+from .config import CONTROL, FLOOR, ORACLE, Config, table_of
 from .pairs import q_recourse
 
 # One knob per method, three values each (the paper's / the method's default is in each grid).
@@ -56,6 +56,7 @@ class World:
     x_pos: torch.Tensor
     neg_mask: np.ndarray
     lofs: dict
+    knn: metrics.KnnPlausibility
     negatives: np.ndarray
     val_negatives: np.ndarray
     immutable: torch.Tensor
@@ -70,7 +71,8 @@ class World:
 def fit_world(cfg: Config) -> World:
     """Gold model on all rows, resampled labels, 75/25 split, h on the training rows, D+, the
     two LOF fit sets, and the evaluated / validation test negatives (h(x) < 0.5)."""
-    tab = data.load(cfg.dataset, cfg.data_path, cfg.schema_path, cfg.seed)
+    table = table_of(cfg, cfg.dataset)
+    tab = data.load(cfg.dataset, table.path, table.schema, cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     x, y0 = tab.x, tab.y
     if cfg.max_rows and len(x) > cfg.max_rows:
@@ -104,6 +106,8 @@ def fit_world(cfg: Config) -> World:
     other = "train" if cfg.lof_fit == "all" else "all"
     lofs = {"lof": metrics.fit_lof(fit_sets[cfg.lof_fit])}
     lofs[f"lof_{other}_fit"] = metrics.fit_lof(fit_sets[other])
+    # kNN plausibility: depth among held-out (test) gold positives, against training ones
+    knn = metrics.KnnPlausibility(x[te][p_gold[te] > 0.5], x[tr][p_gold[tr] > 0.5])
     test_neg = te[p_h[te] < 0.5]
     if len(test_neg) == 0:
         raise ValueError("the classifier calls no test point negative; nothing to explain")
@@ -121,6 +125,7 @@ def fit_world(cfg: Config) -> World:
         x_pos=torch.as_tensor(x[tr][pos_mask]),
         neg_mask=neg_mask,
         lofs=lofs,
+        knn=knn,
         negatives=negatives,
         val_negatives=val_negatives,
         immutable=torch.as_tensor(tab.immutable),
@@ -200,7 +205,8 @@ def make_runner(w: World, method: str, value: float | None, phase: str = "eval")
 
 
 def evaluate(w: World, x_neg: torch.Tensor, cf: torch.Tensor) -> dict[str, np.ndarray]:
-    """Per-recourse metrics of the paper (gold validity, LOF on both fit sets, cost, Score)."""
+    """Per-recourse metrics of the paper (gold validity, LOF on both fit sets, cost, Score) and
+    the kNN plausibility."""
     cf = cf.detach().cpu().numpy()
     with torch.no_grad():
         p_h = w.h(torch.as_tensor(cf)).numpy()
@@ -212,6 +218,7 @@ def evaluate(w: World, x_neg: torch.Tensor, cf: torch.Tensor) -> dict[str, np.nd
         w.lofs,
         w.tab.immutable,
         w.tab.categorical,
+        w.knn,
     )
 
 

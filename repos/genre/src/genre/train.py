@@ -33,7 +33,7 @@ from .protocol import (
     evaluate as recourse_metrics,
 )
 from .results import atomic_write_json, load_safetensors, read_config, save_safetensors
-from .runtime import resolve_device
+from .runtime import limit_threads, resolve_device
 
 CHECKPOINT = "pair_model.safetensors"
 TIMED = ("GenRe", "GenRe-nocache", "NNR", "Wachter", "REVISE", "GrowingSpheres", "DiCE")
@@ -163,8 +163,7 @@ def run_protocol(cfg: Config, workdir: Path) -> dict:
     """Everything for one seed. Returns {"metrics": flat "Method/metric" means, "instances":
     per-negative arrays per method, "timing": per-instance seconds, "tuned", "sweeps",
     "recourses", "loss_log"}."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    limit_threads(cfg.threads)  # as the CLI does; here for callers that bypass it
     ckpt = workdir / CHECKPOINT
     saved = load_safetensors(ckpt) if cfg.resume and ckpt.exists() else None  # fail early
     w = fit_world(cfg)
@@ -240,8 +239,7 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         run, device=resolve_device(cfg.device), threads=cfg.threads, quiet=cfg.quiet
     )
     state = load_safetensors(workdir / CHECKPOINT)  # read first: a bad file fails before work
-    if run.threads:
-        torch.set_num_threads(run.threads)
+    limit_threads(run.threads)
     w = fit_world(run)
     w.models["GenRe"] = load_pair_model(run, w.x.shape[1], state, workdir / CHECKPOINT)
     tuned = tune(w, "GenRe")
