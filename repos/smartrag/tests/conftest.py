@@ -32,6 +32,7 @@ TINY = {
     "rewriter_steps": 2,
     "seeds": (0, 1),
     "swap_retriever": False,
+    "rewrite_control": False,  # on in the smoke and bench tests
     "quiet": True,
     "workers": 1,
 }

@@ -13,7 +13,10 @@ def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
     processes: runs/quick/quick.json and its figure, and no results/ folder (the committed
     results are written only when asked); each seed's numbers are its own run's."""
     monkeypatch.chdir(tmp_path)
-    doc = run_bench(dataclasses.replace(tiny, alpha_sweep=(0.5,), results_dir="", workers=2))
+    cfg = dataclasses.replace(
+        tiny, alpha_sweep=(0.5,), results_dir="", workers=2, rewrite_control=True
+    )
+    doc = run_bench(cfg)
     where = tmp_path / "runs" / "quick"
     assert json.loads((where / "quick.json").read_text()) == doc
     assert not (tmp_path / "results").exists()
@@ -44,9 +47,12 @@ def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
             assert c["role"] == "control" and c["statement"].startswith(
                 "negative control, must not hold"
             )
-        elif not c["id"].endswith("-tuned-tau"):
+        else:  # every claim, under either protocol, has its controls
             assert c["negative_controls"]
             assert all(by_id[n["id"]]["control_of"] == c["id"] for n in c["negative_controls"])
+    for protocol in ("", "-tuned-tau"):  # the p_rewrite = 0 control run's claim
+        assert f"rewriter-finds-answers{protocol}-control-no-gold-rewrites" in by_id
+    assert {"smartrag_no_rewrite", "sft_only_no_rewrite_tuned"} <= set(doc["metrics"])
     assert {"smartrag-beats-sft-only-tuned-tau", "rewriter-finds-answers-tuned-tau"} <= set(by_id)
     assert {"smartrag_tuned", "sft_only_tuned", "modular_tuned"} <= set(doc["metrics"])
     assert doc["metrics"]["smartrag"]["tau"]["values"] == [0.5] * len(tiny.seeds)

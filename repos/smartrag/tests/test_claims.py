@@ -3,6 +3,8 @@ floor and the head/tail label shuffle."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -137,3 +139,62 @@ def test_majority_floor_and_label_shuffle():
     out = [Outcome(searches=int(not q.head)) for q in qs]
     shuffled = head_tail_shuffled(qs, out, 0)
     assert 20 < shuffled["retrieval_rate_head_shuffled_labels"] < 80  # the split is gone
+
+
+def _with_no_rewrite_rows(m, gain):
+    """The p_rewrite = 0 control's rows: SFT-only's query hit rates, SmartRAG's `gain` points
+    above."""
+    base = [20.0, 22.0, 21.0]
+    rows = {"sft_only_no_rewrite": base, "smartrag_no_rewrite": [b + g for b, g in zip(base, gain)]}
+    for name, hit in rows.items():
+        m[name] = {**m["sft_only"], "query_hit_rate": {"mean": float(np.mean(hit)), "std": 0.0,
+                                                       "values": hit}}  # fmt: skip
+    return m
+
+
+def test_no_gold_rewrite_control_voids_the_rewriter_claim_only_without_a_gain():
+    """Without gold rewrites in SFT, no hit-rate gain: the control holds (the claim's gain needs
+    the seeded rewrites); a clear gain contradicts it (RL finds better queries by itself)."""
+    args = ([80, 82, 81], [50, 52, 49], [60, 61, 59], [100, 100, 100], [10, 12, 11],
+            [95, 96, 97], [100, 100, 100], [90, 91, 92])  # fmt: skip
+    cid = "rewriter-finds-answers-control-no-gold-rewrites"
+    none = _by_id(_with_no_rewrite_rows(_metrics(*args), [0.5, -1.0, 0.0]))
+    ctl = none[cid]
+    assert ctl["role"] == "control" and ctl["control_of"] == "rewriter-finds-answers"
+    assert ctl["verdict"] == "holds" and ctl["statement"].startswith("negative control")
+    (p,) = ctl["test"]
+    assert p["direction"] == "<" and p["threshold"] == 3.0
+    assert p["estimate"] == pytest.approx(-1 / 6)
+    assert {"id": cid, "verdict": "holds"} in none["rewriter-finds-answers"]["negative_controls"]
+    found = _by_id(_with_no_rewrite_rows(_metrics(*args), [30.0, 35.0, 32.0]))[cid]
+    assert found["verdict"] == "contradicted" and found["test"][0]["estimate"] == pytest.approx(
+        32.333, abs=1e-3
+    )
+    assert cid not in _by_id(_metrics(*args))  # not run: no control claim
+
+
+def test_tuned_protocol_claims_carry_their_own_controls():
+    """Each -tuned-tau claim has the controls of its fixed-tau twin, read from the tuned rows."""
+    m = _metrics([80, 82, 81], [50, 52, 49], [60, 61, 59], [100, 100, 100],
+                 [10, 12, 11], [95, 96, 97], [100, 100, 100], [90, 91, 92])  # fmt: skip
+    _with_no_rewrite_rows(m, [30.0, 35.0, 32.0])
+    for row in ("smartrag", "sft_only", "modular", "smartrag_shuffled_docs",
+                "sft_only_no_rewrite", "smartrag_no_rewrite"):  # fmt: skip
+        m[row + "_tuned"] = copy.deepcopy(m[row])
+    # the tuned shuffled-documents run finds the answer as often as SmartRAG: its control holds
+    m["smartrag_shuffled_docs_tuned"]["hit_rate"] = copy.deepcopy(m["smartrag"]["hit_rate"])
+    m["sft_only_no_rewrite_tuned"]["query_hit_rate"]["values"] = [60.0, 60.0, 60.0]  # no gain
+    claims = _by_id(m)
+    for cid in MAIN:
+        tuned = claims[cid + "-tuned-tau"]
+        fixed = {n["id"].replace(cid, "") for n in claims[cid]["negative_controls"]}
+        assert {n["id"].replace(cid + "-tuned-tau", "") for n in tuned["negative_controls"]} == (
+            fixed
+        )
+        for n in tuned["negative_controls"]:
+            assert claims[n["id"]]["control_of"] == cid + "-tuned-tau"
+    rid = "rewriter-finds-answers"
+    assert claims[f"{rid}-control-smartrag-shuffled-docs"]["verdict"] == "contradicted"
+    assert claims[f"{rid}-tuned-tau-control-smartrag-shuffled-docs"]["verdict"] == "holds"
+    assert claims[f"{rid}-control-no-gold-rewrites"]["verdict"] == "contradicted"
+    assert claims[f"{rid}-tuned-tau-control-no-gold-rewrites"]["verdict"] == "holds"

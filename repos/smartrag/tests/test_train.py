@@ -9,25 +9,41 @@ import math
 import pytest
 
 from smartrag.config import PRESETS
-from smartrag.train import METHODS, deterministic, evaluate, train_and_evaluate
+from smartrag.train import (
+    CONTROL_RL,
+    CONTROL_SFT,
+    METHODS,
+    deterministic,
+    evaluate,
+    train_and_evaluate,
+)
 
 from .conftest import TINY
 from .test_pretrained import _popqa_files, save_tiny_llama
 
 
 def test_smoke_writes_artefacts_and_finite_metrics(tiny, tmp_path):
+    """With the p_rewrite = 0 control run: its checkpoints and rows, reloaded by eval and
+    reproduced by --resume like the main run's."""
+    tiny = dataclasses.replace(tiny, rewrite_control=True)
     metrics = train_and_evaluate(tiny, tmp_path / "run")
     assert json.loads((tmp_path / "run" / "config.json").read_text())["quota"] == tiny.quota
-    for name in ("sft.safetensors", "smartrag.safetensors", "rewriter.safetensors", "labels.npy"):
+    for name in ("sft.safetensors", "smartrag.safetensors", "rewriter.safetensors", "labels.npy",
+                 CONTROL_SFT, CONTROL_RL):  # fmt: skip
         assert (tmp_path / "run" / name).exists()
     assert metrics and all(math.isfinite(v) for v in metrics.values())
     rows = {k.split("/")[0] for k in metrics}
-    tuned = {f"{m}_tuned" for m in ("sft_only", "modular", "modular_raw_query", "smartrag")}
-    assert rows == set(METHODS) | {"modular_raw_query", "smartrag_shuffled_docs"} | tuned
+    deciding = ("sft_only", "modular", "modular_raw_query", "smartrag", "smartrag_shuffled_docs",
+                "sft_only_no_rewrite", "smartrag_no_rewrite")  # fmt: skip
+    tuned = {f"{m}_tuned" for m in deciding}
+    assert rows == set(METHODS) | set(deciding) | tuned
+    assert "smartrag/rewrite_control_sft_wall_s" in metrics
+    assert "smartrag_tuned/retrieval_rate_head_shuffled_labels" in metrics
     # eval: the saved checkpoints, reloaded, give every evaluation metric of train again
     again = evaluate(dataclasses.replace(PRESETS["quick"], quiet=True), tmp_path / "run")
     assert deterministic(again) and deterministic(again).items() <= deterministic(metrics).items()
     assert "smartrag/em" in again and "modular/em" in again
+    assert "smartrag_no_rewrite/hit_rate" in again and "sft_only_no_rewrite_tuned/em" in again
     again = train_and_evaluate(dataclasses.replace(tiny, resume=True), tmp_path / "run")
     assert deterministic(again) == deterministic(
         metrics

@@ -30,6 +30,15 @@ HEAD_MAX, TAIL_MIN = 30.0, 70.0
 """'Retrieves mainly on the tail': the retrieval rate's interval over seeds lies below HEAD_MAX on
 head and above TAIL_MIN on tail questions, and the tail - head gap's above 0. Fails for a policy
 that retrieves regardless of popularity (e.g. the over-retrieving SFT policy at tau = 0.5)."""
+HIT_MARGIN = 3.0
+"""The p_rewrite = 0 control of rewriter-finds-answers holds (and voids the claim) when the
+interval of SmartRAG - SFT-only answer hit rate, both warmed up with no gold rewrite, lies below
+this many points: without the rewrites SFT was shown, RL learnt no better query. It is
+contradicted when the interval lies above: RL finds better queries by itself. The hit rate is
+`query_hit_rate` (a search forced on every test question), so a policy that stops retrieving
+is judged by the queries it would write, not by an empty set of retrievals."""
+NO_REWRITE = ("smartrag_no_rewrite", "sft_only_no_rewrite")
+"""Rows of the p_rewrite = 0 control run (SmartRAG after PPO, its warm-up policy)."""
 LEVEL = 0.95
 """Confidence level of the paired intervals."""
 PAPER_NOTE = "Flan-T5-large / LLaMA-2-7B on PopQA, AmbigNQ, HotpotQA with Bing"
@@ -109,57 +118,98 @@ def finds_answers(metrics: dict, method: str, base: str) -> tuple[list[dict], st
     )
 
 
+def no_gain_without_gold(metrics: dict, suffix: str = "") -> tuple[list[dict], str]:
+    """The p_rewrite = 0 control: SmartRAG - SFT-only answer hit rate (a search forced on every
+    test question) < HIT_MARGIN."""
+    sm, base = (f"{row}{suffix}" for row in NO_REWRITE)
+    hit = paired(metrics, sm, base, "query_hit_rate")
+    what = f"{sm} - {base} answer hit rate, every question searched"
+    text = f"answer hit rate at p_rewrite = 0, every question searched: {_fmt(hit)} points"
+    return [_part(what, hit, HIT_MARGIN, "<")], text
+
+
+CONTROL = "negative control, must not hold:"
+
+
+def _specs(metrics: dict, sfx: str, protocol: str) -> list[tuple]:
+    """(id, statement, paper, (test, text), controls) of the four claims under one protocol;
+    controls are (name, statement, (test, text)) for the runs present in `metrics`."""
+    sm, sft, mod, shuf = (f"{r}{sfx}" for r in ("smartrag", "sft_only", "modular", SHUFFLED))
+
+    def shuffled(check, statement: str) -> list[tuple]:  # SmartRAG's decisions, shuffled docs
+        if shuf not in metrics:
+            return []
+        why = f"{CONTROL} shuffled retrieved documents in SmartRAG's place; {statement}"
+        return [("smartrag-shuffled-docs", why, check(metrics, shuf))]
+
+    specs = []
+    statement = (
+        f"SmartRAG's EM is more than {EM_MARGIN} points above SFT-only's, with a lower "
+        f"retrieval rate (paired 95% intervals; {protocol})"
+    )
+    check = partial(beats_sft, base=sft)
+    paper = f"joint RL beats the SFT-only pipeline on EM/F1 while retrieving less ({PAPER_NOTE})"
+    specs.append(("smartrag-beats-sft-only", statement, paper, check(metrics, sm),
+                  shuffled(check, statement)))  # fmt: skip
+
+    statement = (
+        "SmartRAG's EM is above the modular pipeline's (separately trained classifier, "
+        f"rewriter and reader; paired 95% interval > 0; {protocol})"
+    )
+    check = partial(beats_modular, base=mod)
+    paper = "joint optimisation beats separately optimised decision and rewriter modules"
+    specs.append(("smartrag-beats-modular", statement, paper, check(metrics, sm),
+                  shuffled(check, statement)))  # fmt: skip
+
+    statement = (
+        f"SmartRAG retrieves on < {HEAD_MAX:.0f}% of head and > {TAIL_MIN:.0f}% of tail "
+        f"questions, tail - head > 0 (95% intervals over seeds; {protocol})"
+    )
+    paper = "the policy retrieves mainly for long-tail (unpopular) questions (PopQA analysis)"
+    why = f"{CONTROL} SFT-only, the same pipeline without RL, in SmartRAG's place; {statement}"
+    controls = [("sft-only", why, head_tail(metrics, sft))]
+    if all(f"retrieval_rate_{h}_shuffled_labels" in metrics[sm] for h in ("head", "tail")):
+        why = f"{CONTROL} SmartRAG with the head/tail labels shuffled; {statement}"
+        controls.append(("shuffled-labels", why, head_tail(metrics, sm, "_shuffled_labels")))
+    specs.append(("retrieves-on-tail-not-head", statement, paper, head_tail(metrics, sm),
+                  controls))  # fmt: skip
+
+    statement = (
+        "retrieved documents contain the answer more often for SmartRAG than for SFT-only "
+        f"(paired 95% interval > 0; {protocol})"
+    )
+    check = partial(finds_answers, base=sft)
+    paper = "the jointly learnt rewriter writes queries that suit the retriever better"
+    controls = shuffled(check, statement)
+    if all(f"{r}{sfx}" in metrics for r in NO_REWRITE):
+        why = (
+            f"{CONTROL} with no gold rewrite among the SFT search targets (p_rewrite = 0), "
+            "SmartRAG's answer hit rate with a search on every test question is not above "
+            f"SFT-only's (paired 95% interval of the difference below {HIT_MARGIN:g} points; "
+            f"{protocol}); if it holds, the claim's gain needs the gold rewrites SFT was shown"
+        )
+        controls.append(("no-gold-rewrites", why, no_gain_without_gold(metrics, sfx)))
+    specs.append(("rewriter-finds-answers", statement, paper, check(metrics, sm), controls))
+    return specs
+
+
 def claims_from(metrics: dict) -> list[dict]:
-    """Every claim under both tau protocols, each with its structured test and three-way verdict;
-    each fixed-tau claim is followed by its negative controls, claims of their own that must not
-    hold (the same check on a run where the claimed mechanism is broken)."""
+    """Every claim under both tau protocols, each with its structured test and three-way verdict,
+    followed by its negative controls under the same protocol: claims of their own that must not
+    hold (the same check on a run where the claimed mechanism is broken; for the rewriter also
+    the gain vanishing when SFT shows no gold rewrite)."""
     out = []
     for sfx, protocol in PROTOCOLS.items():
         if f"smartrag{sfx}" not in metrics:
             continue
-        sm, sft, mod = f"smartrag{sfx}", f"sft_only{sfx}", f"modular{sfx}"
         tag = "" if not sfx else "-tuned-tau"
-        specs = [
-            ("smartrag-beats-sft-only",
-             (f"SmartRAG's EM is more than {EM_MARGIN} points above SFT-only's, with a lower "
-              f"retrieval rate (paired 95% intervals; {protocol})"),
-             f"joint RL beats the SFT-only pipeline on EM/F1 while retrieving less ({PAPER_NOTE})",
-             partial(beats_sft, base=sft), [(SHUFFLED, "shuffled retrieved documents")]),
-            ("smartrag-beats-modular",
-             ("SmartRAG's EM is above the modular pipeline's (separately trained classifier, "
-              f"rewriter and reader; paired 95% interval > 0; {protocol})"),
-             "joint optimisation beats separately optimised decision and rewriter modules",
-             partial(beats_modular, base=mod), [(SHUFFLED, "shuffled retrieved documents")]),
-            ("retrieves-on-tail-not-head",
-             (f"SmartRAG retrieves on < {HEAD_MAX:.0f}% of head and > {TAIL_MIN:.0f}% of tail "
-              f"questions, tail - head > 0 (95% intervals over seeds; {protocol})"),
-             "the policy retrieves mainly for long-tail (unpopular) questions (PopQA analysis)",
-             head_tail, [(sft, "SFT-only, the same pipeline without RL"),
-                         ("shuffled-labels", "SmartRAG with the head/tail labels shuffled")]),
-            ("rewriter-finds-answers",
-             ("retrieved documents contain the answer more often for SmartRAG than for SFT-only "
-              f"(paired 95% interval > 0; {protocol})"),
-             "the jointly learnt rewriter writes queries that suit the retriever better",
-             partial(finds_answers, base=sft), [(SHUFFLED, "shuffled retrieved documents")]),
-        ]  # fmt: skip
-        for cid, statement, paper, check, controls in specs:
-            test, text = check(metrics, sm)
+        for cid, statement, paper, (test, text), controls in _specs(metrics, sfx, protocol):
             main = claim(cid + tag, statement, paper, text, test=test, protocol=protocol)
-            out.append(main)
-            if sfx:  # the controls are checked once, under the paper's protocol
-                continue
             main["negative_controls"] = []
-            for run, why in controls:
-                if run == "shuffled-labels":
-                    ctest, ctext = head_tail(metrics, sm, "_shuffled_labels")
-                elif run not in metrics:
-                    continue
-                else:
-                    ctest, ctext = check(metrics, run)
-                cc = claim(f"{cid}-control-{run.replace('_', '-')}",
-                           f"negative control, must not hold: {why} in SmartRAG's place; "
-                           + statement, paper, ctext, test=ctest, protocol=protocol,
-                           role="control", control_of=cid)  # fmt: skip
+            out.append(main)
+            for name, why, (ctest, ctext) in controls:
+                cc = claim(f"{cid}{tag}-control-{name}", why, paper, ctext, test=ctest,
+                           protocol=protocol, role="control", control_of=cid + tag)  # fmt: skip
                 main["negative_controls"].append({"id": cc["id"], "verdict": cc["verdict"]})
                 out.append(cc)
     return out
@@ -274,7 +324,8 @@ def run_bench(cfg: Config) -> dict:
         "ties go to the larger tau (fewer retrievals); rows <method>_tuned",
         "grid": {"tau": list(TAUS)},
         "primary": f"tau = {cfg.tau} fixed for every deciding method (the paper's rule)",
-        "methods": ["sft_only", "modular", "modular_raw_query", "smartrag"],
+        "methods": ["sft_only", "modular", "modular_raw_query", "smartrag"]
+        + list(NO_REWRITE if cfg.rewrite_control else ()),
         "fixed": {"tau": cfg.tau, "alpha": cfg.alpha, "ppo_lr": cfg.ppo_lr, "lm_lr": cfg.lm_lr},
     }
     figure = plot(metrics, logs, cfg.alpha)

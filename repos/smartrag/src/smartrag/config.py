@@ -68,6 +68,10 @@ class Config(RunConfig):
     """Share of SFT search targets that use the rewritten query instead of the raw question."""
     sft_search_known: Fraction = 0.5
     """Share of questions the LM knows whose SFT label is still [SEARCH] (over-retrieval)."""
+    rewrite_control: bool = False
+    """Also run the p_rewrite = 0 control of rewriter-finds-answers: a second SFT from the same
+    pretrained LM, labels and batches with no gold rewrite among the search targets, PPO from it,
+    both evaluated (rows sft_only_no_rewrite, smartrag_no_rewrite)."""
     rewriter_samples: Positive = 4
     """Modular baseline: queries sampled per train question for its separately trained rewriter."""
     rewriter_steps: Count = 100
@@ -135,7 +139,8 @@ PRESETS: dict[str, Config] = {
     # Head facts as plain sentences (no action format, no test question) and an over-retrieving
     # warm-up (issue 41a), so RL has a decision to learn.
     # Two seeds at once: the presets are sized for 2 idle cores.
-    "quick": Config(workers=2),
+    # rewrite_control: the p_rewrite = 0 control run of rewriter-finds-answers (issue 75).
+    "quick": Config(workers=2, rewrite_control=True),
     # The smallest CPU scale for the claims' intervals and the retrieval-cost sweep: the quick
     # world and warm-up, more PPO iterations, 5 seeds, PPO rerun at alpha = 0 and 0.5
     # (about 24 min on one core, extrapolated from a timed reduced run; see the README).
@@ -145,6 +150,7 @@ PRESETS: dict[str, Config] = {
         ppo_iterations=40,
         alpha_sweep=(0.0, 0.5),
         swap_retriever=False,  # reported by quick; keeps the preset under 25 min on one core
+        rewrite_control=True,
         seeds=(0, 1, 2, 3, 4),
         workers=2,
     ),

@@ -14,6 +14,7 @@ decision vector (any tau, the oracle's) is then a per-question selection (`Branc
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 
@@ -109,17 +110,48 @@ def head_tail_shuffled(questions: list[Question], out: list[Outcome], seed: int)
     }
 
 
+class PolicyRows(NamedTuple):
+    """A deciding policy's test rows under both protocols, with their per-question outcomes."""
+
+    fixed: dict[str, float]
+    """Test metrics at the fixed tau (with the tau curve, the shuffled head/tail labels and
+    `query_hit_rate`, the answer hit rate with a search forced on every test question)."""
+    out: list[Outcome]
+    branches: list[Branches]
+    """Validation and test branches."""
+    tuned: dict[str, float]
+    """Test metrics at the validation-tuned tau (with the shuffled head/tail labels)."""
+    tuned_out: list[Outcome]
+
+
 def evaluate_policy(
     policy: Policy, codec: Codec, retriever, world: World, cfg: Config
-) -> tuple[dict[str, float], list[Outcome], list[Branches], dict[str, float]]:
-    """A policy deciding by its own `[SEARCH]` score; returns the test metrics at the fixed tau,
-    their outcomes, the validation and test branches and the metrics at the validation-tuned
-    tau."""
+) -> PolicyRows:
+    """A policy deciding by its own `[SEARCH]` score, on the test split under both protocols."""
     val = Branches.play(policy, codec, retriever, world.val, cfg)
     test = Branches.play(policy, codec, retriever, world.test, cfg)
     scores = [decision_scores(policy, codec, qs, cfg) for qs in (world.val, world.test)]
     metrics, out, on_val = tuned(val, test, *scores, cfg.tau, cfg.alpha)
-    return metrics, out, [val, test], on_val
+    _, on_val_out = test.select(scores[1] > on_val["tau"])
+    metrics.update(head_tail_shuffled(world.test, out, cfg.seed))
+    on_val.update(head_tail_shuffled(world.test, on_val_out, cfg.seed))
+    # The queries' quality whatever the decision: hit rate with a search on every test question.
+    metrics["query_hit_rate"] = on_val["query_hit_rate"] = float(
+        np.mean([o.hit for o in test.search]) * 100
+    )
+    return PolicyRows(metrics, out, [val, test], on_val, on_val_out)
+
+
+def rewrite_control_rows(
+    world: World, codec: Codec, retriever, cfg: Config, sft: Policy, policy: Policy
+) -> dict[str, dict[str, float]]:
+    """The p_rewrite = 0 control of rewriter-finds-answers: its warm-up policy (`sft`, no gold
+    rewrite among the SFT search targets) and its PPO policy, both protocols."""
+    res = {}
+    for name, pol in (("sft_only_no_rewrite", sft), ("smartrag_no_rewrite", policy)):
+        rows = evaluate_policy(pol, codec, retriever, world, cfg)
+        res[name], res[f"{name}_tuned"] = rows.fixed, rows.tuned
+    return res
 
 
 def evaluate_all(
@@ -130,12 +162,10 @@ def evaluate_all(
     test, val = world.test, world.val
     n = len(test)
     res: dict[str, dict[str, float]] = {"majority": majority_floor(world.train, test)}
-    res["sft_only"], out, sft_branches, res["sft_only_tuned"] = evaluate_policy(
-        sft, codec, retriever, world, cfg
-    )
-    res["sft_only"].update(head_tail_shuffled(test, out, cfg.seed))
-    res["no_retrieval"], _ = sft_branches[1].select(np.zeros(n, bool))
-    closed = [b.answer for b in sft_branches]  # the SFT reader's closed-book outcomes
+    base = evaluate_policy(sft, codec, retriever, world, cfg)
+    res["sft_only"], res["sft_only_tuned"] = base.fixed, base.tuned
+    res["no_retrieval"], _ = base.branches[1].select(np.zeros(n, bool))
+    closed = [b.answer for b in base.branches]  # the SFT reader's closed-book outcomes
     raw = [Branches.play(sft, codec, retriever, qs, cfg, [q.text for q in qs], a)
            for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
     res["always_raw"], _ = raw[1].select(np.ones(n, bool))
@@ -146,18 +176,17 @@ def evaluate_all(
     mod = [Branches.play(sft, codec, retriever, qs, cfg, rewrite(rewriter, codec, qs, cfg), a)
            for qs, a in zip((val, test), closed, strict=True)]  # fmt: skip
     res["modular"], _, res["modular_tuned"] = tuned(*mod, *p_clf, cfg.tau, cfg.alpha)
-    res["smartrag"], out, (_, rl_test), res["smartrag_tuned"] = evaluate_policy(
-        policy, codec, retriever, world, cfg
-    )
-    res["smartrag"].update(head_tail_shuffled(test, out, cfg.seed))
-    # Negative control: SmartRAG's own decisions and queries, but each search gets the documents
-    # of another question's search.
-    decide = np.array([o.searches > 0 for o in out])
-    res["smartrag_shuffled_docs"], _ = episodes(
-        policy, codec, retriever, test, cfg, decide, shuffle_seed=cfg.seed
-    )
+    rl = evaluate_policy(policy, codec, retriever, world, cfg)
+    res["smartrag"], res["smartrag_tuned"] = rl.fixed, rl.tuned
+    # Negative control: SmartRAG's own decisions (at the fixed and at the tuned tau) and queries,
+    # but each search gets the documents of another question's search.
+    for suffix, out in (("", rl.out), ("_tuned", rl.tuned_out)):
+        decide = np.array([o.searches > 0 for o in out])
+        res[f"smartrag_shuffled_docs{suffix}"], _ = episodes(
+            policy, codec, retriever, test, cfg, decide, shuffle_seed=cfg.seed
+        )
     # Oracle: retrieve exactly where SmartRAG's closed-book answer is wrong, with the gold query.
-    need = np.array([o.em == 0 for o in rl_test.answer])
+    need = np.array([o.em == 0 for o in rl.branches[1].answer])
     res["oracle"], _ = episodes(
         policy, codec, retriever, test, cfg, need, [q.rewrite for q in test]
     )

@@ -2,7 +2,9 @@
 
 One run = one seed: build the world, warm the policy up (pretraining + SFT), copy it as the
 frozen reference, optimise SmartRAG with PPO, then evaluate SmartRAG and every baseline on the
-held-out questions. Metrics come back flat as "<method>/<metric>". `evaluate(cfg, workdir)`
+held-out questions. With `rewrite_control` a second warm-up from the same pretrained LM without
+gold rewrites (p_rewrite = 0) gets its own PPO run and evaluation (the control of
+rewriter-finds-answers). Metrics come back flat as "<method>/<metric>". `evaluate(cfg, workdir)`
 reloads the checkpoints such a run saved and evaluates them again.
 """
 
@@ -23,7 +25,13 @@ from tqdm import tqdm
 from .baselines import RetrievalClassifier, train_rewriter
 from .config import Config, validate
 from .data import World, make_world, vocabulary, world_from_files
-from .evaluation import decision_scores, episodes, evaluate_all, evaluate_policy
+from .evaluation import (
+    decision_scores,
+    episodes,
+    evaluate_all,
+    evaluate_policy,
+    rewrite_control_rows,
+)
 from .policy import Codec, Policy, build_tokenizer
 from .ppo import PPOSettings, ppo_train
 from .results import atomic_write_bytes, atomic_write_json, load_safetensors, read_config, read_json
@@ -34,6 +42,10 @@ METHODS = ("majority", "no_retrieval", "always_raw", "sft_only", "modular", "sma
 """The results table's rows: floors, baselines, SmartRAG, the oracle."""
 TIMING = ("rollout_tokens_per_s", "_ms_per_query", "_wall_s")
 """Metric names ending so are wall-clock measurements, the only ones that vary between runs."""
+
+
+CONTROL_SFT, CONTROL_RL = "sft_no_rewrite.safetensors", "smartrag_no_rewrite.safetensors"
+"""Checkpoints of the p_rewrite = 0 control run (`rewrite_control`)."""
 
 
 def deterministic(metrics: dict[str, float]) -> dict[str, float]:
@@ -71,7 +83,7 @@ def alpha_run(
     policy = copy.deepcopy(sft)
     ppo_train(policy, sft, codec, retriever, world.train,
               ppo_settings(dataclasses.replace(cfg, alpha=alpha)), cfg.seed)  # fmt: skip
-    return evaluate_policy(policy, codec, retriever, world, cfg)[0]
+    return evaluate_policy(policy, codec, retriever, world, cfg).fixed
 
 
 def ppo_settings(cfg: Config) -> PPOSettings:
@@ -134,9 +146,12 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     world, codec, policy = build(cfg)
     retriever = make_retriever(cfg.retriever, world.documents, cfg.device, cfg.encoder)
     show = not cfg.quiet and sys.stderr.isatty()
-    bar = tqdm(total=cfg.pretrain_steps + cfg.sft_steps + cfg.ppo_iterations, disable=not show,
-               desc=f"seed {cfg.seed}")  # fmt: skip
+    twins = 2 if cfg.rewrite_control else 1
+    bar = tqdm(total=cfg.pretrain_steps + twins * (cfg.sft_steps + cfg.ppo_iterations),
+               disable=not show, desc=f"seed {cfg.seed}")  # fmt: skip
     ckpt_sft, ckpt_rl = workdir / "sft.safetensors", workdir / "smartrag.safetensors"
+    # the p_rewrite = 0 control's warm-up and PPO checkpoints
+    ckpt_sft0, ckpt_rl0 = workdir / CONTROL_SFT, workdir / CONTROL_RL
     clock = [time.perf_counter()]
     wall: dict[str, float] = {}
 
@@ -144,11 +159,19 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         clock.append(time.perf_counter())
         wall[f"{name}_wall_s"] = clock[-1] - clock[-2]
 
-    if cfg.resume and ckpt_sft.exists():
+    sft0 = None  # the control's warm-up policy
+    if cfg.resume and ckpt_sft.exists() and (not cfg.rewrite_control or ckpt_sft0.exists()):
+        if cfg.rewrite_control:
+            sft0 = copy.deepcopy(policy)
+            _load(sft0, ckpt_sft0)
         _load(policy, ckpt_sft)
         knows = _load_labels(workdir / "labels.npy", len(world.train))
     else:
-        knows = warm_up(policy, codec, world, retriever, cfg, bar)["knows"]
+        warm = warm_up(policy, codec, world, retriever, cfg, bar)
+        knows = warm["knows"]
+        if cfg.rewrite_control:
+            sft0, wall["rewrite_control_sft_wall_s"] = warm["no_rewrite"], warm["no_rewrite_sft_s"]
+            _save(sft0, ckpt_sft0)
         _save(policy, ckpt_sft)
         atomic_write_bytes(workdir / "labels.npy", _npy(knows))
     lap("warmup")
@@ -164,8 +187,19 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
         )
         _save(policy, ckpt_rl)
         atomic_write_json(workdir / "ppo_log.json", log)
-    bar.close()
     lap("ppo")
+    policy0 = None
+    if sft0 is not None:
+        sft0.eval()
+        policy0 = copy.deepcopy(sft0)
+        if cfg.resume and ckpt_rl0.exists():
+            _load(policy0, ckpt_rl0)
+        else:
+            ppo_train(policy0, sft0, codec, retriever, world.train, ppo_settings(cfg), cfg.seed,
+                      bar)  # fmt: skip
+            _save(policy0, ckpt_rl0)
+    bar.close()
+    lap("rewrite_control_ppo")
     clf = RetrievalClassifier(world.train, ~knows, cfg.seed)
     rewriter, solved = train_rewriter(sft, codec, retriever, world.train, cfg)
     _save(rewriter, workdir / "rewriter.safetensors")
@@ -173,6 +207,9 @@ def train_and_evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     results = evaluate_all(world, codec, retriever, cfg, sft, policy, rewriter, clf)
     results["modular"]["rewriter_train_solved"] = solved
     lap("evaluation")
+    if policy0 is not None:
+        results.update(rewrite_control_rows(world, codec, retriever, cfg, sft0, policy0))
+    lap("rewrite_control_evaluation")
     for alpha in cfg.alpha_sweep:
         results[f"smartrag_alpha{alpha}"] = alpha_run(world, codec, retriever, cfg, sft, alpha)
     lap("alpha_sweep")
@@ -221,8 +258,9 @@ def run_config(workdir: Path) -> Config:
 
 def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     """Reload what a `train` run saved in workdir (the warm-up policy sft.safetensors, SmartRAG
-    smartrag.safetensors, the modular baseline's rewriter.safetensors and the warm-up labels
-    labels.npy its classifier is fitted on) and evaluate every method again on the run's
+    smartrag.safetensors, the modular baseline's rewriter.safetensors, the warm-up labels
+    labels.npy its classifier is fitted on and, for a `rewrite_control` run, the control's
+    sft_no_rewrite / smartrag_no_rewrite.safetensors) and evaluate every method again on the run's
     held-out questions, rebuilt from its config.json (or, given --questions and --corpus, on
     the test split of those files instead). The device and threads are this command's. The alpha-sweep rows (PPO reruns, not saved) and the training curves are not
     repeated; every other metric is train's again. Writes nothing."""
@@ -244,5 +282,12 @@ def evaluate(cfg: Config, workdir: str | Path) -> dict[str, float]:
     results = evaluate_all(
         world, codec, retriever, run, sft.eval(), policy.eval(), rewriter.eval(), clf
     )
+    if run.rewrite_control:
+        sft0, policy0 = copy.deepcopy(sft), copy.deepcopy(sft)
+        _load(sft0, workdir / CONTROL_SFT)
+        _load(policy0, workdir / CONTROL_RL)
+        results.update(
+            rewrite_control_rows(world, codec, retriever, run, sft0.eval(), policy0.eval())
+        )
     retrieval_checks(results["smartrag"], world, codec, retriever, policy, run)
     return {f"{m}/{k}": float(v) for m, d in results.items() for k, v in d.items()}

@@ -7,9 +7,17 @@ on real data); the others get `[SEARCH] q`, with q the raw question, or (with pr
 `p_rewrite`) the canonical rewrite; the reader learns `[ANSWER] y` given the documents the
 rewrite retrieves. "Knows" is the closed-book answer for the `qa` pretraining format, and the
 cloze completion of the fact's own plain sentence for the `plain` format.
+
+With `rewrite_control` a twin of the pretrained LM gets the same SFT with `p_rewrite = 0` (the
+control of rewriter-finds-answers): the same labels, reader examples and batches, only the gold
+rewrites among the search targets replaced by the raw question.
 """
 
 from __future__ import annotations
+
+import copy
+import dataclasses
+import time
 
 import numpy as np
 import torch
@@ -134,6 +142,17 @@ def warm_up(
         knows = cloze_correct(policy, codec, world, world.train, cfg.max_new)
     else:
         knows = closed_book_correct(policy, codec, world.train, cfg)
+    # The twin starts where the main SFT starts: the pretrained weights and the same rng state,
+    # so both SFTs draw the same labels and batches.
+    twin = (copy.deepcopy(policy), copy.deepcopy(rng)) if cfg.rewrite_control else None
     sft = sft_examples(world, knows, retriever, cfg, rng)
     sft_losses = fit_lm(policy, codec, sft + pre, cfg.sft_steps, cfg, rng, progress)
-    return {"knows": knows, "pretrain_loss": pre_losses, "sft_loss": sft_losses}
+    out = {"knows": knows, "pretrain_loss": pre_losses, "sft_loss": sft_losses}
+    if twin is not None:
+        start = time.perf_counter()
+        twin_policy, twin_rng = twin
+        plain = sft_examples(world, knows, retriever, dataclasses.replace(cfg, p_rewrite=0.0),
+                             twin_rng)  # fmt: skip
+        fit_lm(twin_policy, codec, plain + pre, cfg.sft_steps, cfg, twin_rng, progress)
+        out["no_rewrite"], out["no_rewrite_sft_s"] = twin_policy, time.perf_counter() - start
+    return out
