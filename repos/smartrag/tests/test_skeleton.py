@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shlex
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,10 @@ PACKAGE = Path(cli.__file__).resolve().parent
 GPU_SMOKE = shlex.split(
     "bench --preset full --seeds 0 1 --n-entities 12 --n-values 4 --n-distractors 6 --n-layer 1 --d-model 16 --n-head 2 --pretrain-steps 2 --sft-steps 2 --lm-batch 4 --rewriter-samples 1 --rewriter-steps 1 --ppo-iterations 1 --ppo-batch 4 --ppo-minibatch 4 --ppo-epochs 1 --quiet",
 )
+# what the project's own tests tell the contract (README shrink flags, misuse cases): data only
+SETTINGS = tomllib.loads((Path(__file__).resolve().parent / "skeleton.toml").read_text())
+README_SETTINGS = SETTINGS.get("readme", {})
+MISUSE = [(case["argv"], case["message"]) for case in SETTINGS.get("misuse", [])]
 
 
 @pytest.fixture
@@ -428,3 +433,38 @@ def test_a_saved_run_config_round_trips_and_bad_ones_are_named(tmp_path):
     path.write_text(json.dumps({**dataclasses.asdict(cfg), "seeds": []}))
     with pytest.raises(ValueError, match=rf"{path}: seeds "):
         results.read_config(path, Config, validate)
+
+
+def test_skeleton_settings_name_the_projects_misuse_and_readme_shrink():
+    assert MISUSE, "tests/skeleton.toml lists no [[misuse]] case"
+    assert all(argv and message for argv, message in MISUSE)
+    assert README_SETTINGS.get("shrink"), "tests/skeleton.toml has no [readme.shrink]"
+    unknown = set(README_SETTINGS) - {"slow", "figures", "shrink", "command_flags"}
+    assert not unknown, f"tests/skeleton.toml [readme]: unknown keys {sorted(unknown)}"
+
+
+@pytest.mark.parametrize(("argv", "message"), MISUSE)
+def test_project_misuse_is_one_line_and_writes_nothing(
+    argv, message, capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # a failed run must not leave files in the project folder
+    assert cli.main(argv) == 2
+    assert message in one_line_error(capsys)
+    assert not list(tmp_path.iterdir())
+
+
+@(pytest.mark.slow if README_SETTINGS.get("slow") else lambda test: test)
+def test_readme_quick_start_commands_run(readme_run):
+    """Every `smartrag ...` line of the README's Quick start, shrunk, exits 0 (conftest.py)."""
+    assert readme_run.commands, "the README's Quick start names no command"
+    assert readme_run.codes == [0] * len(readme_run.commands), list(
+        zip(readme_run.commands, readme_run.codes, strict=True)
+    )
+    assert not (readme_run.folder / "results").exists()  # committed results only on request
+    if any(argv[1] == "bench" for argv in readme_run.commands):
+        doc = readme_run.results()
+        assert doc["paper"] == "smartrag"
+        assert all(c["verdict"] in ("holds", "contradicted", "inconclusive") for c in doc["claims"])
+        figures = readme_run.folder / "runs" / "quick" / "figures"
+        for name in README_SETTINGS.get("figures", []):
+            assert (figures / name).exists(), name
