@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 from conftest import SHRINK
-
 from flora.bench import NAMES, run_bench, transfer_figure
 from flora.claims import SHUFFLED, above_at_every_budget, comparison_claim, paired
 from flora.config import PRESETS
