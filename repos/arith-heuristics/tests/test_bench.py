@@ -134,9 +134,8 @@ def test_per_seed_averages_operators_and_skips_missing_ones():
 def test_paper_preset_writes_paper_json_with_the_same_claims(tiny, tmp_path):
     """The paper preset at tiny size: results/paper.json in mode 'paper', paper-*.png figures,
     and the same claim ids as the quick preset."""
-    from conftest import TINY
-
     from arith_heuristics.config import PRESETS
+    from conftest import TINY
 
     keep = ("top_frac", "min_heuristic_neurons", "faith_fracs")
     shrink = {k: getattr(tiny, k) for k in TINY if k not in keep}

@@ -8,11 +8,11 @@ import json
 import math
 
 import pytest
-from conftest import TINY
 
 from cogfd.concept_graph import GraphSchemaError
 from cogfd.config import PRESETS, validate
 from cogfd.train import ERASED, RERUN_ONLY, evaluate_saved, train_and_evaluate
+from conftest import TINY
 
 
 def test_smoke_writes_config_and_finite_metrics(tiny, tmp_path):

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import GRIDS, TINY
 
+from conftest import GRIDS, TINY
 from ddo.config import PRESETS, validate
 from ddo.train import METHODS, MODELS, evaluate, optimum, train_and_evaluate
 

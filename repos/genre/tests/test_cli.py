@@ -6,25 +6,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
-
 from conftest import TINY
 from genre.cli import main
-
-
-# not in skeleton.toml: a missing --data-path file is found only after runs/ is written (the
-# generated check that a refused command writes nothing fails on these two)
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["train", "--dataset", "compas", "--data-path", "no/such.csv"], "'no/such.csv' does not"),
-        (["train", "--dataset", "adult", "--data-path", "no/adult.data"], "'no/adult.data' does"),
-    ],
-)
-def test_missing_data_path_exits_2_with_message(argv, message, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a run that fails late must not leave runs/ in the repo
-    assert main(argv) == 2
-    assert message in capsys.readouterr().err
 
 
 def test_wrong_format_file_through_the_cli_is_one_line(tmp_path, capsys, monkeypatch):

@@ -10,9 +10,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import TINY
 from safetensors.torch import save_file
 
+from conftest import TINY
 from genre import classifiers
 from genre.config import CONTROL, FLOOR, ORACLE, PRESETS
 from genre.protocol import fit_world, new_pair_model

@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 import pytest
-from conftest import TINY
 from PIL import Image
 
+from conftest import TINY
 from mcl_nf.config import PHOTOS, PRESETS
 from mcl_nf.data import write_skimage_photos
 from mcl_nf.testtime import METHODS

@@ -73,7 +73,6 @@ def test_full_preset_runs_one_step_at_tiny_size(tmp_path):
 def test_paper_preset_runs_at_tiny_size(tmp_path):
     """PRESETS["paper"] end to end through the benchmark, shrunk: paper.json, paper-*.png."""
     from conftest import TINY
-
     from regent.bench import run_bench
 
     paper = dataclasses.replace(

@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import TINY
 
+from conftest import TINY
 from trendy import data, node, pde
 from trendy.config import PRESETS, gray_scott_config, hopf_config
 from trendy.train import evaluate, train_and_evaluate

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
 from .runtime import Annotated, Ge, Gt, Interval, MinLen, RunConfig, check_bounds
 
@@ -262,6 +263,11 @@ def validate(cfg: Config) -> Config:
             "--schema-path describes the table named csv, which neither --dataset nor "
             "--bench-datasets runs; name your table with --tables NAME=FILE.csv:SCHEMA.json"
         )
+    for name in dict.fromkeys(run):  # a missing file is refused before any work starts
+        table = table_of(cfg, name)
+        for what, path in (("data", table.path), ("schema", table.schema)):
+            if path and not Path(path).is_file():
+                raise ValueError(f"{name} {what} file {path!r} does not exist")
     bad = [m for m in cfg.methods if m not in METHODS]
     if bad or "GenRe" not in cfg.methods:
         raise ValueError(f"methods must include GenRe and come from {METHODS}, got {cfg.methods}")
