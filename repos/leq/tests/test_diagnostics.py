@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from leq import agents, data, maze, train
-from leq.bench import gap_parts
-from leq.config import validate
+from leq.bench import floor_parts, gap_parts, maze_claims
+from leq.config import PRESETS, validate
+from leq.results import gate as read_under_preconditions
 from leq.results import verdict
 
 
@@ -71,8 +72,8 @@ def test_critic_normalises_state_and_action_jointly(tiny):
     assert value_p["params"]["obs_mean"].shape == (4,)
 
 
-def gate(a, b, kind, floor=None):
-    return verdict(gap_parts(a, b, kind, "LEQ", "other", floor))
+def gate(a, b, kind):
+    return verdict(gap_parts(a, b, kind, "LEQ", "other"))
 
 
 def test_gates_fail_on_noise_and_on_the_negative_control():
@@ -86,18 +87,62 @@ def test_gates_fail_on_noise_and_on_the_negative_control():
     assert gate([90.0], [0.0], "beats") == "inconclusive"  # one seed: no interval
 
 
-def test_non_inferiority_needs_both_methods_above_the_bc_floor():
-    """Both failing together (0 vs 0, or below the BC floor) is not non-inferiority."""
-    assert gate([0.0] * 3, [0.0] * 3, "not-worse") == "holds"  # the bare margin is fooled
-    assert gate([0.0] * 3, [0.0] * 3, "not-worse", floor=[0.0] * 3) == "inconclusive"
+def test_floor_parts_subtract_the_floor_of_the_same_seed():
     floor = [60.0, 70.0, 65.0]
-    assert gate([10.0, 5.0, 0.0], [8.0, 6.0, 0.0], "not-worse", floor) == "contradicted"
-    assert gate([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse", floor) == "holds"
-    parts = gap_parts([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], "not-worse", "LEQ", "IQL", floor)
-    assert [p["what"].split(" success")[0] for p in parts] == [
-        "LEQ - IQL", "LEQ - BC floor", "IQL - BC floor"
-    ]  # fmt: skip
-    assert parts[1]["estimate"] == pytest.approx(77 / 3) == parts[2]["estimate"]
+    parts = floor_parts({"LEQ": [90.0, 88.0, 94.0], "IQL": [92.0, 90.0, 60.0]}, floor)
+    assert [p["what"].split(" success")[0] for p in parts] == ["LEQ - BC floor", "IQL - BC floor"]
+    assert parts[0]["estimate"] == pytest.approx(77 / 3) and parts[1]["estimate"] == pytest.approx(
+        47 / 3
+    )
+    assert [p["n"] for p in parts] == [3, 3] and all(p["threshold"] == 0.0 for p in parts)
+    assert verdict(parts[:1]) == "holds" and verdict(parts[1:]) == "inconclusive"  # 32, 20, -5
+
+
+def claims_of(leq, iql, floor):
+    """The umaze claims of the paper preset's seeds from per-seed success rates, read under
+    their preconditions as the results file reads them: id -> claim."""
+    cfg = dataclasses.replace(PRESETS["paper"], seeds=tuple(range(len(leq))))
+    runs = {("pm-umaze", "LEQ", s): {"bc_success_rate": f} for s, f in enumerate(floor)}
+    vals = {"LEQ": leq, "IQL": iql, "MB-onestep": [0.0] * len(leq)}
+    return {c["id"]: c for c in read_under_preconditions(maze_claims(cfg, runs, vals, "pm-umaze"))}
+
+
+def test_non_inferiority_is_read_only_where_every_method_clears_the_bc_floor():
+    """Both failing together (0 vs 0, or below the BC floor) is not non-inferiority: the margin
+    claim carries the BC-floor claim as its precondition and is inconclusive unless that holds."""
+    pre = "leq-at-least-iql-minus-10-precondition-clear-bc-floor"
+    both_fail = claims_of([0.0] * 4, [0.0] * 4, [0.0] * 4)
+    c = both_fail["leq-at-least-iql-minus-10"]
+    assert c["precondition"] == pre and both_fail[pre]["verdict"] == "inconclusive"  # at it
+    assert c["verdict_of_numbers"] == "holds"  # the bare margin is fooled (0 vs 0) ...
+    assert c["verdict"] == "inconclusive" and "not_read" in c  # ... but it is not read
+    assert "seeds_needed" not in c
+    below = claims_of([10.0, 5.0, 0.0], [8.0, 6.0, 0.0], [60.0, 70.0, 65.0])
+    assert below[pre]["verdict"] == "contradicted"
+    assert below["leq-at-least-iql-minus-10"]["verdict"] == "inconclusive"
+    trained = claims_of([90.0, 88.0, 94.0], [92.0, 90.0, 90.0], [60.0, 70.0, 65.0])
+    assert (
+        trained[pre]["verdict"] == "holds"
+        and "not_read" not in trained["leq-at-least-iql-minus-10"]
+    )
+    assert trained["leq-at-least-iql-minus-10"]["verdict"] == "holds"
+    worse = claims_of([60.0, 65.0, 62.0], [92.0, 90.0, 90.0], [20.0, 30.0, 25.0])
+    assert worse["leq-at-least-iql-minus-10"]["verdict"] == "contradicted"  # read: clears floor
+    # one method below the floor is enough to leave the claim unread
+    iql_low = claims_of([90.0, 88.0, 94.0], [50.0, 60.0, 55.0], [60.0, 70.0, 65.0])
+    assert iql_low[pre]["verdict"] == "contradicted"
+    assert iql_low["leq-at-least-iql-minus-10"]["verdict"] == "inconclusive"
+
+
+def test_claims_record_each_methods_update_budget():
+    cfg = dataclasses.replace(PRESETS["paper"], seeds=(0, 1, 2), steps=12_000, iql_steps=60_000)
+    runs = {("pm-umaze", "LEQ", s): {"bc_success_rate": 0.0} for s in cfg.seeds}
+    vals = {m: [0.0] * 3 for m in ("LEQ", "IQL", "MB-onestep")}
+    for c in maze_claims(cfg, runs, vals, "pm-umaze"):
+        if "IQL" in c.get("updates", {}):
+            assert c["updates"]["IQL"] == 60_000 and c["updates"]["LEQ"] == 12_000
+    assert train.iql_steps(dataclasses.replace(cfg, iql_steps=0)) == 12_000
+    assert train.iql_hp(cfg, 2).steps == 60_000
 
 
 def test_oracle_imagines_with_the_true_maze_step(tiny):
@@ -120,3 +165,16 @@ def test_contact_weight_repeats_the_blocked_transitions_in_the_model_fit(tiny, m
     monkeypatch.setattr(train.wmod, "fit", lambda *a, **k: seen.setdefault("repeat", k["repeat"]))
     train.fit_world_model(dataclasses.replace(tiny, model_contact_weight=5, seed=123), ds)
     np.testing.assert_array_equal(seen["repeat"], np.where(flags, 5, 1))
+
+
+def test_iql_trains_for_its_own_budget(tiny, monkeypatch):
+    """--iql-steps sets IQL's updates (the paper preset trains IQL where it is trained); 0 keeps
+    the shared --steps."""
+    seen = []
+    chunk = train.baselines.iql_chunk
+    monkeypatch.setattr(train.baselines, "iql_chunk", lambda hp, n: seen.append(n) or chunk(hp, n))
+    ds = train.load_data(tiny)
+    for iql_steps, want in ((0, tiny.steps), (3 * tiny.steps, 3 * tiny.steps)):
+        seen.clear()
+        train.train_iql(dataclasses.replace(tiny, iql_steps=iql_steps), ds, jax.random.PRNGKey(0))
+        assert sum(seen) == want

@@ -92,7 +92,9 @@ def test_pointmaze_config_errors():
     with pytest.raises(ValueError, match="extra_envs must name mazes"):
         validate(dataclasses.replace(PRESETS["paper"], extra_envs=("pendulum",)))
     cfg = validate(PRESETS["paper"])
-    assert (cfg.env, cfg.extra_envs, cfg.horizon, cfg.seeds) == ("pm-umaze", ("pm-medium",), 10, (0, 1, 2))  # fmt: skip
+    assert (cfg.env, cfg.extra_envs, cfg.horizon) == ("pm-umaze", (), 10)
+    # issue 62: >= 10 seeds for success rates, IQL trained where it reaches the paper's range
+    assert len(cfg.seeds) >= 10 and cfg.iql_steps == 60_000 and cfg.methods == ("LEQ", "IQL")
 
 
 @pytest.mark.slow

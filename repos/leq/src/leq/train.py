@@ -232,9 +232,14 @@ def main_metric(cfg: Config) -> str:
     return "normalized_return" if cfg.env == "pendulum" else "success_rate"
 
 
+def iql_steps(cfg: Config) -> int:
+    """IQL's gradient updates: cfg.iql_steps, or cfg.steps where that is 0."""
+    return cfg.iql_steps or cfg.steps
+
+
 def iql_hp(cfg: Config, act_dim: int) -> baselines.IQLHP:
     return baselines.IQLHP(
-        cfg.iql_expectile, cfg.iql_temperature, cfg.gamma, cfg.ema, cfg.critic_lr, cfg.steps,
+        cfg.iql_expectile, cfg.iql_temperature, cfg.gamma, cfg.ema, cfg.critic_lr, iql_steps(cfg),
         cfg.batch, (cfg.hidden,) * cfg.layers, act_dim,
     )  # fmt: skip
 
@@ -244,8 +249,8 @@ def train_iql(cfg: Config, ds: Dataset, key) -> dict:
     hp = iql_hp(cfg, ds.actions.shape[1])
     k_init, key = jax.random.split(key)
     st = baselines.iql_init(hp, *init_params(cfg, ds, k_init))
-    with _bar(cfg, cfg.steps, "IQL") as bar:
-        for length in chunk_lengths(cfg.steps, cfg.rollout_every):
+    with _bar(cfg, iql_steps(cfg), "IQL") as bar:
+        for length in chunk_lengths(iql_steps(cfg), cfg.rollout_every):
             key, k = jax.random.split(key)
             st, info = baselines.iql_chunk(hp, length)(st, d, k)
             bar.update(length)
