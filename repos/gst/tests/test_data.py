@@ -59,3 +59,34 @@ def test_views_carry_the_rotation():
     assert mask.mean() < 0.7 and len(set(xs)) > 4 and len(set(ys)) > 4
     diffs = np.abs(p.obs[:, None] - p.obs[None]).mean((2, 3, 4))
     assert (diffs[~np.eye(16, dtype=bool)] > 1e-3).all()
+
+
+def _views(p, rows) -> set[bytes]:
+    return {p.obs[i].tobytes() + p.tgt[i].tobytes() for i in rows}
+
+
+def test_discrete_test_pairs_use_only_held_out_combinations():
+    """A discrete camera set (--azimuths): the test pairs show only held-out (observation, target)
+    camera combinations, all of them, and no training pair repeats one (a repeat would give the
+    nearest-training-view floor and a memorising model an exact copy)."""
+    n_train, n_test = 400, 40
+    p = make_pairs(n_train + n_test, 8, 1, 0, azimuths=4, elevations=2, n_test=n_test)
+    train, test = _views(p, range(n_train)), _views(p, range(n_train, n_train + n_test))
+    assert len(test) == round(0.25 * 8**2) and len(train) == 8**2 - len(test)
+    assert not train & test
+    cameras = {p.obs[i].tobytes() for i in range(n_train + n_test)}
+    assert len(cameras) == 8  # 4 azimuths x 2 elevations, distinct views of the one object
+
+
+def test_continuous_cameras_are_the_default():
+    """azimuths = 0 draws as before: the discrete-set arguments change nothing."""
+    a = make_pairs(6, 12, 2, seed=3)
+    b = make_pairs(6, 12, 2, seed=3, azimuths=0, elevations=3, holdout=0.5, n_test=2)
+    assert np.array_equal(a.obs, b.obs) and np.array_equal(a.rotation, b.rotation)
+
+
+def test_bad_camera_set_is_a_clear_error():
+    with pytest.raises(ValueError, match="holdout"):
+        make_pairs(8, 8, 1, seed=0, azimuths=4, holdout=1.0)
+    with pytest.raises(ValueError, match="combinations"):
+        make_pairs(8, 8, 1, seed=0, azimuths=1, elevations=1, n_test=2)

@@ -123,15 +123,65 @@ class Pairs:
     object_id: np.ndarray  # (N,)
 
 
-def make_pairs(n: int, size: int, n_objects: int, seed: int) -> Pairs:
-    """`n` pairs over `n_objects` random objects (drawn from `seed`), deterministic in `seed`."""
+def camera_grid(azimuths: int, elevations: int, radius: float = 3.0):
+    """A discrete camera set: `azimuths` evenly spaced azimuths (from 0) on each of `elevations`
+    rings at the bin centres of [-30, 60] degrees (one ring: 15 degrees), looking at 0."""
+    el = np.deg2rad(-30.0 + 90.0 * (np.arange(elevations) + 0.5) / elevations)
+    az = 2 * np.pi * np.arange(azimuths) / azimuths
+    el, az = np.repeat(el, azimuths), np.tile(az, elevations)
+    centre = radius * np.stack([np.cos(el) * np.cos(az), np.cos(el) * np.sin(az), np.sin(el)], -1)
+    return look_at(centre)
+
+
+def split_combinations(rng: np.random.Generator, n_cameras: int, holdout: float):
+    """(training, held-out) (observation, target) camera index pairs: a seeded `holdout` fraction
+    of the n_cameras^2 combinations is kept for the test pairs (at least one on each side)."""
+    combos = np.stack(np.meshgrid(np.arange(n_cameras), np.arange(n_cameras), indexing="ij"), -1)
+    combos = combos.reshape(-1, 2)[rng.permutation(n_cameras**2)]
+    k = min(max(1, round(holdout * len(combos))), len(combos) - 1)
+    if k < 1:
+        raise ValueError(f"a discrete camera set needs >= 2 combinations, got {len(combos)}")
+    return combos[k:], combos[:k]
+
+
+def make_pairs(
+    n: int,
+    size: int,
+    n_objects: int,
+    seed: int,
+    azimuths: int = 0,
+    elevations: int = 1,
+    holdout: float = 0.25,
+    n_test: int = 0,
+) -> Pairs:
+    """`n` pairs over `n_objects` random objects (drawn from `seed`), deterministic in `seed`.
+
+    azimuths = 0: both cameras of a pair anywhere on the sphere (`sample_cameras`). azimuths > 0:
+    cameras from the grid `camera_grid(azimuths, elevations)`; the last `n_test` pairs use only
+    held-out (observation, target) camera combinations (`split_combinations`), cycled in a seeded
+    order, and the first n - n_test only the others, so that no test pair's view repeats a
+    training pair's (a copy would give the nearest-training-view floor an exact answer)."""
     if n < 1 or size < 2 or n_objects < 1:
         raise ValueError(f"need n >= 1, size >= 2, n_objects >= 1; got {n}, {size}, {n_objects}")
+    if azimuths < 0 or elevations < 1 or not 0 < holdout < 1 or not 0 <= n_test <= n:
+        raise ValueError(
+            f"need azimuths >= 0, elevations >= 1, 0 < holdout < 1, 0 <= n_test <= n; got "
+            f"{azimuths}, {elevations}, {holdout}, {n_test}"
+        )
     rng = np.random.default_rng(seed)
     objects = [random_object(rng) for _ in range(n_objects)]
     obj = rng.integers(0, n_objects, n)
-    r_o, t_o = sample_cameras(rng, n)
-    r_t, t_t = sample_cameras(rng, n)
+    if azimuths:
+        r_grid, t_grid = camera_grid(azimuths, elevations)
+        train, test = split_combinations(rng, len(r_grid), holdout)
+        pick = np.concatenate(
+            [train[rng.integers(0, len(train), n - n_test)], test[np.arange(n_test) % len(test)]]
+        )
+        r_o, t_o = r_grid[pick[:, 0]], t_grid[pick[:, 0]]
+        r_t, t_t = r_grid[pick[:, 1]], t_grid[pick[:, 1]]
+    else:
+        r_o, t_o = sample_cameras(rng, n)
+        r_t, t_t = sample_cameras(rng, n)
     obs = np.empty((n, size, size, 3))
     tgt = np.empty((n, size, size, 3))
     for k, shapes in enumerate(objects):

@@ -58,6 +58,9 @@ def _prepare(
     camera_convention,
     image_size,
     n_objects,
+    azimuths,
+    elevations,
+    holdout,
     n_train,
     n_test,
     tokenizer,
@@ -83,7 +86,9 @@ def _prepare(
     if data_dir:  # the paper's kind of data: posed views of objects; test objects held out
         pairs = load_pairs(data_dir, n_train, n_test, image_size, seed, camera_convention)
     else:
-        pairs = make_pairs(n_train + n_test, image_size, n_objects, seed)
+        pairs = make_pairs(
+            n_train + n_test, image_size, n_objects, seed, azimuths, elevations, holdout, n_test
+        )
     train, test = _split(pairs, slice(0, n_train)), _split(pairs, slice(n_train, None))
     image_tok = _make_tokenizer(cfg, 3, image_codes).fit(
         np.concatenate([train.obs, train.tgt]), seed
@@ -108,6 +113,9 @@ def prepare(cfg: Config) -> Prepared:
         cfg.camera_convention,
         cfg.image_size,
         cfg.n_objects,
+        cfg.azimuths,
+        cfg.elevations,
+        cfg.holdout,
         cfg.n_train,
         cfg.n_test,
         cfg.tokenizer,
