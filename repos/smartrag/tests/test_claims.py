@@ -106,7 +106,7 @@ def test_inconclusive_on_two_seeds_and_noisy_effects():
 
 
 def test_claim_fails_when_its_control_passes():
-    # SFT-only already splits head from tail: its control claim holds (the README says so)
+    # made-up metrics where SFT-only already splits head from tail: its control claim holds
     m = _metrics([80, 82, 81], [50, 52, 49], [60, 61, 59], [100, 100, 100],
                  [10, 12, 11], [95, 96, 97], [5, 6, 4], [90, 91, 92])  # fmt: skip
     m["sft_only"]["retrieval_rate_tail"]["values"] = [95.0, 96.0, 94.0]
