@@ -93,7 +93,10 @@ PRESETS: dict[str, Config] = {
     # 16x16 views, 64-code codebooks) and longer training, instead of a larger model. Measured on
     # seed 0 (README): pose-only 18.0% within 15 deg against chance 0.0% (the localisation
     # precondition holds), NVS-only 16.28 dB against the nearest training view's 19.67 (the view
-    # synthesis precondition does not). About 16 minutes on one idle core for 3 seeds.
+    # synthesis precondition does not). About 16 minutes on one idle core for 3 seeds. The
+    # seed-0 probes of the world / training axis (README, Deviations, issue 72 point 1;
+    # results/issue72_probes.json) found no setting within the 40-minute budget where NVS-only
+    # beats the nearest training view: longer training overfits, a discrete pose set loses pose.
     "paper": Config(
         name="paper",
         out="runs/paper",
