@@ -46,7 +46,9 @@ def test_bench_writes_schema(tiny):
     assert ids == [g.cid for g in GATES] + [f"control-{g.cid}" for g in GATES]
     for c in doc["claims"]:
         assert isinstance(c["holds"], bool) and c["paper"]
-        assert c["verdict"] == verdict(c["test"]) and c["holds"] == (c["verdict"] == "holds")
+        numbers = c.get("verdict_of_numbers", c["verdict"])  # an unread claim keeps its own
+        assert numbers == verdict(c["test"]) and c["holds"] == (c["verdict"] == "holds")
+        assert c["verdict"] == ("inconclusive" if "not_read" in c else numbers)
     assert doc["steps_per_method"]["gst"] == 2 * doc["steps_per_method"]["gst_gen"]
     assert {p["id"] for p in doc["performance"]} == {"train-step", "sample-segment"}
     assert (Path(tiny.results_dir) / "figures" / "quick_metrics.png").exists()
@@ -138,3 +140,34 @@ def test_floor_gate_takes_the_better_floor_per_seed():
     gate = {c["id"]: c for c in claims_from(metrics)}["ar-nvs-beats-floors"]
     assert gate["difference"]["values"] == pytest.approx([-2.0, -2.3, -2.1])
     assert not gate["holds"]
+
+
+def test_comparisons_are_read_only_where_the_models_learned():
+    """The accuracy and PSNR comparisons carry their precondition gate (results.gate leaves
+    them unread when it does not hold); perplexity comparisons and controls carry none."""
+    from gst.results import gate
+
+    metrics = {
+        "gst": _m(rot_acc15=[50, 52, 51], psnr=[20.0, 20.1, 20.2]),
+        "pose_only": _m(rot_acc15=[46, 47, 47.5]),
+        "chance_pose": _m(rot_acc15=[1.0, 0.5, 0.8]),  # pose-only far above chance: read
+        "nvs_only": _m(psnr=[19.0, 19.1, 19.2]),
+        "mean_image": _m(psnr=[15.0, 15.1, 15.0]),
+        "nearest_view": _m(psnr=[21.0, 21.5, 21.2]),  # NVS-only below the floor: unread
+        "gst_gen": _m(ppl_image=[4.0, 4.2, 3.9]),
+        CONTROL: _m(rot_acc15=[1, 0, 2], psnr=[12.0, 12.0, 12.0]),
+    }
+    metrics["nvs_only"]["ppl_image"] = _m(x=[5.0, 5.1, 4.8])["x"]
+    raw = {c["id"]: c for c in claims_from(metrics)}
+    assert raw["joint-pose-beats-pose-only"]["precondition"] == "ar-pose-beats-chance"
+    assert raw["joint-nvs-beats-nvs-only"]["precondition"] == "ar-nvs-beats-floors"
+    assert "precondition" not in raw["gen-joint-image-ppl-below-nvs-only"]
+    assert not any("precondition" in c for c in raw.values() if c.get("role") == "control")
+    read = {c["id"]: c for c in gate(list(raw.values()))}
+    assert read["joint-pose-beats-pose-only"]["verdict"] == "holds"
+    nvs = read["joint-nvs-beats-nvs-only"]
+    assert nvs["verdict"] == "inconclusive" and nvs["verdict_of_numbers"] == "holds"
+    assert nvs["not_read"] == "precondition ar-nvs-beats-floors is contradicted"
+    assert read["gen-joint-image-ppl-below-nvs-only"]["verdict"] == "holds"
+    without_floors = {k: v for k, v in metrics.items() if k not in ("mean_image", "nearest_view")}
+    assert "precondition" not in {c["id"]: c for c in claims_from(without_floors)}[nvs["id"]]

@@ -60,6 +60,9 @@ class Gate:
     unit: str
     log: bool = False
     """Compare log(metric) (perplexities: the difference of cross-entropies in nats)."""
+    precondition: str = ""
+    """The gate this comparison is read under (results.gate): the compared models learned the
+    task at all. Perplexity gates have none (a likelihood is comparable at any skill)."""
 
 
 # The paper's Table 4 claim is "joint training improves both tasks": its threshold is 0 (no
@@ -77,6 +80,7 @@ GATES = [
         0.0,
         ">",
         "points",
+        precondition="ar-pose-beats-chance",
     ),
     Gate(
         "joint-nvs-beats-nvs-only",
@@ -90,6 +94,7 @@ GATES = [
         0.0,
         ">",
         "dB",
+        precondition="ar-nvs-beats-floors",
     ),
     Gate(
         "gen-joint-pose-beats-pose-only",
@@ -103,6 +108,7 @@ GATES = [
         0.0,
         ">",
         "points",
+        precondition="ar-pose-beats-chance",
     ),
     Gate(
         "gen-joint-nvs-beats-nvs-only",
@@ -115,6 +121,7 @@ GATES = [
         0.0,
         ">",
         "dB",
+        precondition="ar-nvs-beats-floors",
     ),
     Gate(
         "gen-joint-image-ppl-below-nvs-only",
@@ -184,8 +191,11 @@ def _values(metrics: dict, method: str, key: str, log: bool) -> np.ndarray:
     return np.log(v) if log else v
 
 
-def gate_claim(gate: Gate, metrics: dict, method: str | None = None) -> dict:
-    """The gate's claim with `method` (default: the gate's own) as the tested model."""
+def gate_claim(
+    gate: Gate, metrics: dict, method: str | None = None, read_under: bool = False
+) -> dict:
+    """The gate's claim with `method` (default: the gate's own) as the tested model;
+    `read_under`: carry the gate's precondition (its claim is in the same file)."""
     method = method or gate.method
     ref = np.max([_values(metrics, r, gate.ref_key, gate.log) for r in gate.refs], axis=0)
     tested = _values(metrics, method, gate.key, gate.log)
@@ -202,20 +212,29 @@ def gate_claim(gate: Gate, metrics: dict, method: str | None = None) -> dict:
         test=[part_from_paired(what, iv, gate.threshold, gate.direction, gate.unit)],
     )
     entry.update(difference=iv, reference=list(gate.refs))
+    if read_under and gate.precondition:
+        entry["precondition"] = gate.precondition
     return entry
 
 
 def claims_from(metrics: dict) -> list[dict]:
-    """Every gate whose methods ran, with its three-way verdict; then, for each, the negative
+    """Every gate whose methods ran, with its three-way verdict, read under its precondition
+    where that gate ran too (the accuracy and PSNR comparisons only where the compared models
+    beat their floors; results.gate leaves them unread otherwise); then, for each, the negative
     control: the same gate with the untrained model in place of the tested one, a claim of its
     own whose statement says it must not hold."""
+
+    def runs(gate: Gate) -> bool:
+        return gate.key in metrics.get(gate.method, {}) and all(
+            gate.ref_key in metrics.get(r, {}) for r in gate.refs
+        )
+
+    ran = {gate.cid for gate in GATES if runs(gate)}
     out, controls = [], []
     for gate in GATES:
-        if gate.key not in metrics.get(gate.method, {}) or any(
-            gate.ref_key not in metrics.get(r, {}) for r in gate.refs
-        ):
+        if gate.cid not in ran:
             continue
-        out.append(gate_claim(gate, metrics))
+        out.append(gate_claim(gate, metrics, read_under=gate.precondition in ran))
         if CONTROL in metrics and gate.key in metrics[CONTROL]:
             c = gate_claim(gate, metrics, CONTROL)
             c["id"] = f"control-{gate.cid}"
