@@ -12,6 +12,7 @@ from degem import baselines, data
 from degem.config import ABLATIONS, PRESETS
 from degem.degem import (
     DeGEM,
+    MultiHopEncoder,
     dgi_loss,
     energy_readout,
     hop_features,
@@ -278,3 +279,136 @@ def test_contrastive_divergence_against_its_closed_form():
     e_sample.requires_grad_(True)
     contrastive_divergence(e_data, e_sample, 0.0).backward()
     assert (e_data.grad > 0).all() and (e_sample.grad < 0).all()
+
+
+# Found by a second mutmut 3.8.1 run on degem.py and baselines.py (issue 57): each test below kills
+# mutants that passed every test of the suite (tests/mutants.toml lists them).
+
+
+def test_encoder_row_normalisation_is_node_local_and_blind_to_each_nodes_scale():
+    """Row L2 normalisation of every hop's map (Sec. 4.2): rescaling one node's hop features (a
+    different factor per hop) changes no embedding, and changing one node's features changes only
+    that node's. Normalising over the nodes instead (F.normalize's default dim) couples them."""
+    torch.manual_seed(0)
+    enc = MultiHopEncoder(6, 8, 2, 0.5).eval()
+    hops_x = torch.randn(3, 10, 6)
+    z = enc(hops_x)
+    scaled = hops_x.clone()
+    scaled[:, 3] *= torch.tensor([7.0, 0.1, 3.0])[:, None]
+    assert torch.allclose(enc(scaled), z, atol=1e-6)
+    changed = hops_x.clone()
+    changed[:, 5] = torch.randn(3, 6)
+    others = torch.arange(10) != 5
+    z_changed = enc(changed)
+    assert torch.allclose(z_changed[others], z[others], atol=1e-6)
+    assert not torch.allclose(z_changed[5], z[5], atol=1e-4)
+
+
+def test_models_discriminator_gives_the_bias_free_pyg_dgi_loss():
+    """The model's own discriminator is DGI's bilinear form z^T W c with no bias (PyG's
+    DeepGraphInfomax); nn.Linear's default bias=True would add b . c to every logit."""
+    from torch_geometric.nn import DeepGraphInfomax
+
+    torch.manual_seed(0)
+    disc = DeGEM(6, 3, CFG).disc
+    z, z_neg = torch.randn(50, CFG.hidden), torch.randn(50, CFG.hidden)
+    c = torch.sigmoid(torch.randn(CFG.hidden))
+    ref = DeepGraphInfomax(CFG.hidden, encoder=torch.nn.Identity(), summary=None, corruption=None)
+    with torch.no_grad():
+        ref.weight.copy_(disc.weight.T)
+    assert torch.allclose(2 * dgi_loss(disc, z, z_neg, c), ref.loss(z, z_neg, c), atol=1e-5)
+
+
+def test_sgld_chain_starts_and_replay_buffer_follow_the_official_scheme():
+    """With 0 SGLD steps the negatives are the chain starts: the first call draws U[-1, 1), later
+    calls restart int(buffer_prob n) chains from the replay buffer and draw the rest from U[0, 1),
+    and the buffer keeps the newest buffer_factor x n samples, newest first."""
+    cfg = dataclasses.replace(CFG, mcmc_steps=0, buffer_prob=0.95, buffer_factor=2)
+    torch.manual_seed(0)
+    model = DeGEM(6, 3, cfg)
+    n, k = 40, 38  # k = int(0.95 * 40) chains restart from the buffer
+    first = model.negatives(n)
+    assert first.shape == (n, cfg.hidden)
+    assert float(first.min()) >= -1 and float(first.max()) < 1
+    assert float(first.min()) < -0.9 and float(first.max()) > 0.9
+    assert torch.equal(model.buffer, first)
+    second = model.negatives(n)
+    old_rows = {tuple(r.tolist()) for r in first}
+    from_buffer = [tuple(r.tolist()) in old_rows for r in second]
+    assert from_buffer == [True] * k + [False] * (n - k)
+    assert float(second[k:].min()) >= 0 and float(second[k:].max()) < 1
+    assert torch.equal(model.buffer, torch.cat([second, first]))
+    third = model.negatives(n)
+    assert torch.equal(model.buffer, torch.cat([third, second]))  # capped at buffer_factor x n
+
+
+def test_readout_weights_are_softmax_of_minus_the_energy_and_condition_the_next_update():
+    """p = softmax(-E) over the nodes (low-energy nodes weigh most), and the next update's energy
+    head is conditioned on the readout gamma sum_i p_i z_i + (1 - gamma) mean z with that p (Alg. 1).
+    A head without batch norm or dropout is deterministic, so E can be recomputed."""
+    g = small_graph(n=120)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
+    cfg = dataclasses.replace(CFG, energy_bn="none", energy_dropout=0.0)
+    assert cfg.gamma > 0 and cfg.rho != 0
+    torch.manual_seed(0)
+    model = DeGEM(g.x.shape[1], 3, cfg)
+    train = torch.arange(30)
+    model.loss(hops, g.x, adj, train, g.y)
+    p_before = model.p.clone()
+    seen = []
+    hook = model.head.register_forward_pre_hook(lambda mod, args: seen.append(args[1].clone()))
+    model.loss(hops, g.x, adj, train, g.y)
+    hook.remove()
+    c = energy_readout(model.z, p_before, cfg.gamma)
+    assert not torch.allclose(c, model.z.mean(0), atol=1e-4)
+    assert seen and all(torch.allclose(s, c, atol=1e-6) for s in seen)
+    with torch.no_grad():
+        energy = model.head(model.z, c)
+    assert torch.allclose(model.p, torch.softmax(-energy, dim=0), atol=1e-6)
+    assert int(model.p.argmax()) == int(energy.argmin())
+
+
+def test_total_loss_is_energy_plus_dgi_plus_weighted_classifier_loss():
+    """Alg. 1's objective: l_energy + l_dgi + cls_weight l_cls, each term with a plus sign."""
+    g = small_graph(n=120)
+    adj = normalized_adjacency(g.edge_index, g.n)
+    hops = hop_features(g.x, adj, CFG.hops, CFG.beta)
+    torch.manual_seed(0)
+    model = DeGEM(g.x.shape[1], 3, CFG)
+    out = model.loss(hops, g.x, adj, torch.arange(30), g.y)
+    parts = {k: float(v.detach()) for k, v in out.items()}
+    assert CFG.cls_weight not in (0.0, 1.0) and parts["cls"] != 1.0
+    expected = parts["energy"] + parts["dgi"] + CFG.cls_weight * parts["cls"]
+    assert parts["loss"] == pytest.approx(expected, rel=1e-6)
+
+
+def test_gaussian_fit_ridge_is_small_and_regularises_a_flat_cloud():
+    """The default ridge (1e-3) barely moves the precision of a unit-scale cloud, and it makes a
+    flat cloud's precision positive definite, so a point off the cloud's plane scores below its
+    mean (a ridge subtracted from the covariance flips that direction's sign)."""
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(2000, 3, generator=gen) * torch.tensor([1.0, 2.0, 3.0])
+    _mean, prec = baselines.gaussian_fit(z)
+    exact = torch.linalg.inv(torch.cov(z.double().T))
+    assert torch.allclose(prec, exact, rtol=5e-3)
+    flat = torch.cat([torch.randn(500, 2, generator=gen), torch.zeros(500, 1)], dim=1)
+    mean, prec = baselines.gaussian_fit(flat)
+    assert float(torch.linalg.eigvalsh(prec).min()) > 0
+    off = mean.float() + torch.tensor([0.0, 0.0, 0.1])
+    assert float(baselines.gaussian_score(off[None], mean, prec)) < -1.0
+
+
+def test_gcn_baseline_drops_hidden_units_in_training_only():
+    """The GCN's dropout (p = 0.5) between its layers: in training the hidden layer still reaches
+    the output (the first layer gets a gradient) and two passes differ, and in eval mode the
+    logits are deterministic. F.dropout(h, self.training) (p = 1 in training) zeroes the hidden
+    layer, so the first layer never learns and the baselines score on a bias-only output."""
+    g = small_graph()
+    torch.manual_seed(0)
+    gcn = baselines.GCN(g.x.shape[1], 32, 3, 0.5).train()
+    gcn(g.x, g.edge_index).square().sum().backward()
+    assert float(gcn.conv1.lin.weight.grad.norm()) > 1e-3
+    assert not torch.equal(gcn(g.x, g.edge_index), gcn(g.x, g.edge_index))
+    gcn.eval()
+    assert torch.equal(gcn(g.x, g.edge_index), gcn(g.x, g.edge_index))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SHRINK, as_flags
 
+from conftest import SHRINK, as_flags
 from stch_set import bench
 from stch_set.bench import Job, main_jobs, run_bench, run_jobs
 from stch_set.claims import FLOOR, OFFICIAL_KEY, compute_claims

@@ -96,6 +96,10 @@ def test_bad_arguments_raise_clear_errors(kwargs, message):
 def test_bad_objective_matrices_raise_clear_errors():
     with pytest.raises(ValueError, match="need K <= m"):
         stch_set(random_values(11, 10, seed=0), 0.1)
+    for shape in [(5,), (0, 5), (3, 0), (2, 3, 0)]:  # not K x m with K, m >= 1 (also batched)
+        for fn in (lambda v: stch_set(v, 0.1), tch_set):
+            with pytest.raises(ValueError, match="must be a K x m matrix with K, m >= 1"):
+                fn(torch.zeros(shape))
     nan = random_values(3, 10, seed=0)
     nan[1, 2] = float("nan")
     for fn in (lambda v: stch_set(v, 0.1), tch_set, sum_of_minimum):
@@ -164,3 +168,34 @@ def test_tch_set_uses_its_preference_and_ideal_point():
     )
     assert float(tch_set(values, pref, ideal)) == pytest.approx(loop, rel=1e-12)
     assert float(tch_set(values, pref, ideal)) != pytest.approx(float(tch_set(values)))
+
+
+def test_boundary_inputs_are_valid_and_match_closed_forms():
+    """K = m, m = 1 and a zero preference weight are valid (K <= m, lambda >= 0), and lambda and
+    z* take the objectives' dtype. Found by mutmut 3.8.1: rejecting K = m, m = 1 or a zero weight,
+    or not casting lambda / z*, passed every other test."""
+    # K = m = 1: both log-sum-exps run over one term, so STCH-Set = TCH-Set = lambda (f - z*)
+    one = torch.tensor([[2.5]], dtype=torch.float64)
+    pref, ideal = torch.tensor([3.0], dtype=torch.float64), torch.tensor([0.5], dtype=torch.float64)
+    for mu in (0.01, 1.0):
+        assert float(stch_set(one, mu, pref, ideal)) == pytest.approx(6.0, rel=1e-12)
+    assert float(tch_set(one, pref, ideal)) == pytest.approx(6.0, rel=1e-12)
+    # K = m = 3, solution k best (0) on objective k and 5 elsewhere: TCH-Set = 0, and
+    # STCH-Set = mu log 3 - mu log(1 + 2 exp(-5 / mu)) (inner soft-min equal for every i)
+    square = 5.0 * (1 - torch.eye(3, dtype=torch.float64))
+    assert float(tch_set(square)) == 0.0
+    for mu in (0.5, 1.0, 2.0):
+        expected = mu * math.log(3) - mu * math.log(1 + 2 * math.exp(-5 / mu))
+        assert float(stch_set(square, mu)) == pytest.approx(expected, rel=1e-12)
+    # a zero weight drops its objective: TCH-Set max(1 * 1, 0 * 9) = 1 whatever the 9 is, and
+    # STCH-Set = mu log(exp(1 / mu) + exp(0))
+    values = torch.tensor([[1.0, 9.0]], dtype=torch.float64)
+    zero = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    assert float(tch_set(values, zero)) == 1.0
+    assert float(stch_set(values, 0.5, zero)) == pytest.approx(0.5 * math.log(math.exp(2) + 1))
+    # float64 lambda and z* with float32 objectives: the value stays float32 (as training uses)
+    values32 = random_values(3, 6, seed=5).float()
+    pref64, ideal64 = torch.rand(6, dtype=torch.float64) + 0.5, torch.rand(6, dtype=torch.float64)
+    for fn in (lambda *a: stch_set(values32, 0.1, *a), lambda *a: tch_set(values32, *a)):
+        assert fn(pref64, None).dtype == torch.float32
+        assert fn(None, ideal64).dtype == torch.float32
