@@ -30,9 +30,6 @@ def test_bench_writes_schema(tiny):
     doc = run_bench(cfg)
     on_disk = json.loads((Path(cfg.results_dir) / "quick.json").read_text())
     assert on_disk["claims"] == json.loads(json.dumps(doc["claims"]))
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert [c["id"] for c in doc["claims"]] == CLAIM_IDS
     paper_claims = [c for c in doc["claims"] if c.get("role", "claim") == "claim"]
     assert all("negative_control" in c and "interval" in c for c in paper_claims)

@@ -16,8 +16,6 @@ def test_bench_writes_schema(tiny):
     doc = run_bench(cfg)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
     assert {c["id"] for c in doc["claims"]} == {
         "cogfd-forget-drop",
         "cogfd-retains-sub-concepts",
@@ -29,7 +27,6 @@ def test_bench_writes_schema(tiny):
     assert set(agree["per_prompt"]) == set(AGREEMENT_PROMPTS) and 0 <= agree["shape_agree"] <= 100
     grid = doc["tuning"]["methods"]["cogfd"]
     assert len(grid["forget_drop"]) == len(grid["retain_drop"]) == len(tiny.lr_grid)
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert (Path(tiny.results_dir) / "figures" / "quick_samples.png").exists()
     assert {p["peer"] for p in doc["performance"]} >= {"esd_x", "uce"}
     assert "cogfd_t900-1000" in doc["metrics"]  # the window ablation, reported only

@@ -15,11 +15,8 @@ def test_bench_writes_schema(tiny):
     doc = run_bench(tiny)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
     arms = {LABELS[a] for arms in ARMS.values() for a in arms}
     assert set(doc["metrics"]) == arms | {LABELS["median"]}
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert {p["id"] for p in doc["performance"]} == {"empp-overhead", "empp-vs-schnet"}
     assert (Path(tiny.results_dir) / "figures" / "arms.png").stat().st_size > 0
     assert doc["lr_tuning"]["grid"] == [tiny.lr]  # quick: one lr for every arm, recorded

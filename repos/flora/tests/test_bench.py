@@ -17,10 +17,7 @@ from flora.config import PRESETS
 def test_bench_writes_schema_tuning_claims_performance_and_figures(tiny):
     doc = run_bench(tiny)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk == doc
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics",
-                "claims", "tuning"):  # fmt: skip
-        assert key in doc
+    assert on_disk == doc and doc["tuning"]
     names = {"FLoRA", "FLoRA-flat", "LoRA", "DoRA", "LoCon-Tucker", "LoHa", "LoKr", "Full FT",
              "Linear probe", "BitFit", SHUFFLED}  # fmt: skip
     assert names <= set(doc["metrics"])

@@ -30,12 +30,9 @@ def test_bench_writes_schema_and_skips_a_missing_wheel(tiny, monkeypatch):
     doc = run_bench(tiny, figures=True)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
     for method in (*tiny.methods, ORACLE, FLOOR, CONTROL, "GenRe@tau=3", "ExactQ@lam=2"):
         assert f"moons/{method}" in doc["metrics"]
     assert "moons/GenRe@lam=2" in doc["metrics"]  # retrained on the first seed
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert all(c["id"].endswith("-moons") and "negative_control" in c for c in doc["claims"])
     assert "genre-knn-plausible-moons" in {c["id"] for c in doc["claims"]}
     assert "knn_plausibility" in doc["metrics"]["moons/GenRe"]

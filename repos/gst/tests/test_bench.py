@@ -16,19 +16,7 @@ from gst.results import verdict
 def test_bench_writes_schema(tiny):
     doc = run_bench(tiny)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
-    assert on_disk == doc
-    for key in (
-        "paper",
-        "mode",
-        "created",
-        "environment",
-        "wall_seconds",
-        "seeds",
-        "metrics",
-        "claims",
-        "performance",
-    ):
-        assert key in doc
+    assert on_disk == doc and doc["performance"]
     assert set(doc["metrics"]) == {
         "tokenizer_ceiling",
         "chance_pose",

@@ -18,8 +18,6 @@ from leq.results import gate
 def test_bench_writes_schema_claims_and_figures(readme_run):
     folder = readme_run.folder
     doc = json.loads((folder / "runs" / "quick" / "quick.json").read_text())
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
     assert {"LEQ", "IQL", "MB-onestep"} <= set(doc["metrics"])
     gates = ["leq-beats-onestep-mb", "leq-at-least-iql-minus-10"]
     pre = f"{gates[1]}-precondition-clear-bc-floor"

@@ -20,17 +20,6 @@ CONTROL_IDS = ("step1-beats-best-cl", "step2-best-of-all")
 def test_bench_writes_schema_claims_and_figure(tiny):
     doc = run_bench(tiny)
     assert json.loads((Path(tiny.results_dir) / "quick.json").read_text()) == doc
-    for key in (
-        "paper",
-        "mode",
-        "created",
-        "environment",
-        "wall_seconds",
-        "seeds",
-        "metrics",
-        "claims",
-    ):
-        assert key in doc
     assert len(doc["metrics"]) == 9
     ids = set(CLAIM_IDS)
     assert {c["id"] for c in doc["claims"]} == ids | {f"audio-{i}" for i in ids} | {
@@ -38,7 +27,6 @@ def test_bench_writes_schema_claims_and_figure(tiny):
     }
     assert "audio_psnr_step2" in doc["metrics"]["MCL-NF"]
     assert "ssim_final" in doc["metrics"]["OL"] and "audio_ssim_final" not in doc["metrics"]["OL"]
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert {p["id"] for p in doc["performance"]} == {"meta-step", "information-gain"}
     assert all(p["unit"] == "s" and p["ours_value"] > 0 for p in doc["performance"])
     assert {a["id"] for a in doc["ablations"]} == {

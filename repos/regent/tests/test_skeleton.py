@@ -461,10 +461,54 @@ def test_readme_quick_start_commands_run(readme_run):
         zip(readme_run.commands, readme_run.codes, strict=True)
     )
     assert not (readme_run.folder / "results").exists()  # committed results only on request
-    if any(argv[1] == "bench" for argv in readme_run.commands):
-        doc = readme_run.results()
-        assert doc["paper"] == "regent"
-        assert all(c["verdict"] in ("holds", "contradicted", "inconclusive") for c in doc["claims"])
-        figures = readme_run.folder / "runs" / "quick" / "figures"
-        for name in README_SETTINGS.get("figures", []):
-            assert (figures / name).exists(), name
+    assert any(argv[1] == "bench" for argv in readme_run.commands), "no bench in the Quick start"
+    assert_results_document(readme_run.results(), "quick")
+    figures = readme_run.folder / "runs" / "quick" / "figures"
+    for name in README_SETTINGS.get("figures", []):
+        assert (figures / name).exists(), name
+
+
+RESULTS_KEYS = ("paper", "mode", "created", "git_commit", "environment", "wall_seconds", "seeds")
+
+
+def assert_results_document(doc: dict, mode: str) -> None:
+    """The meta-repo schema every bench writes (../shared/CONVENTIONS.md), checked once here for
+    every project, so a project's own bench tests check only what is its own."""
+    missing = [key for key in (*RESULTS_KEYS, "metrics", "claims") if key not in doc]
+    assert not missing, f"results document lacks {missing}"
+    assert doc["paper"] == "regent" and doc["mode"] == mode and doc["seeds"]
+    assert isinstance(doc["metrics"], dict) and len(doc["metrics"]) >= 2, "fewer than 2 methods"
+    assert doc["claims"], "a bench without claims"
+    for c in doc["claims"]:
+        assert all(c.get(key) for key in ("id", "statement", "paper", "ours")), c
+        assert c["verdict"] in ("holds", "contradicted", "inconclusive"), c["id"]
+        assert c["holds"] is (c["verdict"] == "holds"), c["id"]
+        assert c["test"], f"{c['id']}: a claim without its test"
+        for p in c["test"]:
+            assert p["direction"] in ("<", ">") and p["n"] >= 0, (c["id"], p)
+
+
+def test_results_document_check_can_fail():
+    """The schema check above refuses what a broken bench would write."""
+    p = results.part("a - b", 1.0, (0.5, 2.0), 0.0, ">", 3)
+    good = results.results_document(
+        "regent",
+        "quick",
+        [0],
+        {"a": {}, "b": {}},
+        [results.claim("x", "s", "p", "o", test=[p])],
+        1.0,
+        "cpu",
+    )
+    assert_results_document(good, "quick")
+    broken = [
+        {k: v for k, v in good.items() if k != "wall_seconds"},
+        {**good, "mode": "paper"},
+        {**good, "metrics": {"a": {}}},
+        {**good, "claims": []},
+        {**good, "claims": [{**good["claims"][0], "holds": True, "verdict": "inconclusive"}]},
+        {**good, "claims": [{**good["claims"][0], "test": []}]},
+    ]
+    for doc in broken:
+        with pytest.raises(AssertionError):
+            assert_results_document(doc, "quick")

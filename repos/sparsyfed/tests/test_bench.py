@@ -16,12 +16,9 @@ def test_bench_writes_schema(tiny):
     doc = run_bench(tiny)
     on_disk = json.loads((Path(tiny.results_dir) / "quick.json").read_text())
     assert on_disk == doc
-    for key in ("paper", "mode", "created", "environment", "wall_seconds", "seeds", "metrics"):
-        assert key in doc
     # 6 headline + 2 at s=0.95 + 3 at alpha=1000 + 4 with GroupNorm
     assert len(doc["metrics"]) == 15
     assert "SparsyFed (alpha=0.1, s=0.9, mlp_gn)" in doc["metrics"]
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert all(isinstance(c["control"]["holds"], bool) for c in doc["claims"])
     for row in doc["performance"]:
         assert {"id", "what", "unit", "higher_is_better", "ours_value", "peer_value"} <= set(row)

@@ -33,19 +33,7 @@ def test_bench_writes_schema_under_runs_by_default(tiny, tmp_path, monkeypatch):
     where = tmp_path / "runs" / "quick"
     assert json.loads((where / "quick.json").read_text()) == doc
     assert not (tmp_path / "results").exists()
-    for key in (
-        "paper",
-        "mode",
-        "created",
-        "environment",
-        "wall_seconds",
-        "seeds",
-        "metrics",
-        "claims",
-    ):
-        assert key in doc
     assert len(doc["metrics"]) >= 2
-    assert all(isinstance(c["holds"], bool) and c["paper"] for c in doc["claims"])
     assert doc["claims"][0]["id"] == HEADROOM_ID  # the precondition comes first
     assert {c["id"] for c in doc["claims"]} == {HEADROOM_ID, *CLAIM_IDS, CONTROL_ID}
     for c in doc["claims"]:  # structured test, three-way verdict; one seed never holds
