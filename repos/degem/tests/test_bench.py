@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from degem.bench import GRAPHS, _ablation_seeds, compute_claims, run_bench
+from degem.bench import GRAPHS, _ablation_seeds, claim_ids, compute_claims, run_bench
 from degem.config import PRESETS
 
 METHODS = (
@@ -28,6 +28,13 @@ CLAIM_IDS = [
     "propagation-hurts-on-heterophily",
     "degem-stable-on-heterophily",
     "degem-beats-gnnsafe-heterophilic",
+]
+# the same four claims read on Cora (homophilic) and Actor (heterophilic): the paper preset's
+REAL_CLAIM_IDS = [
+    "gnnsafe-drops-cora-to-actor",
+    "propagation-hurts-on-actor",
+    "degem-stable-cora-to-actor",
+    "degem-beats-gnnsafe-on-actor",
 ]
 
 
@@ -53,6 +60,20 @@ GOOD = {
 
 def by_id(metrics):
     return {c["id"]: c for c in compute_claims(metrics)}
+
+
+def test_claims_on_real_graphs_name_their_pair_and_read_the_same_numbers():
+    """On bench graphs the claims' ids and statements name the homophilic / heterophilic pair;
+    the verdicts are those of the same numbers on the generated graphs."""
+    names = {"homophilic": "cora", "heterophilic": "actor"}
+    real = compute_claims(fake_metrics(**GOOD), names)
+    assert [c["id"] for c in real] == REAL_CLAIM_IDS
+    assert "from Cora (homophilic) to Actor (heterophilic)" in real[0]["statement"]
+    assert real[1]["statement"].startswith("On Actor (heterophilic)")
+    generated = compute_claims(fake_metrics(**GOOD))
+    assert [c["verdict"] for c in real] == [c["verdict"] for c in generated]
+    assert all(c["verdict"] == "holds" for c in real)
+    assert "generated h = 0.8 SBM" in generated[0]["statement"]
 
 
 def test_claims_hold_on_the_papers_pattern_and_their_controls_fail():
@@ -156,7 +177,8 @@ def test_degem_claims_are_repeated_on_the_projects_joint_head():
 
 
 def test_joint_head_runs_on_every_seed_other_ablations_on_fewer():
-    quick, paper = PRESETS["quick"], PRESETS["paper"]
+    quick = PRESETS["quick"]
+    paper = dataclasses.replace(PRESETS["quick"], seeds=(0, 1, 2, 3, 4), ablation_seeds=2)
     assert _ablation_seeds(quick, "joint-head") == quick.seeds
     assert _ablation_seeds(quick, "rho=0") == quick.seeds[:1]
     assert _ablation_seeds(paper, "rho=0") == paper.seeds[:2]
@@ -180,17 +202,21 @@ def test_bench_writes_schema(tiny):
 
 
 @pytest.mark.slow
-def test_paper_preset_runs_at_tiny_size(tmp_path, monkeypatch):
-    """The paper preset's own seeds-by-ablations plan, shrunk in size only: it writes paper.json
-    (mode 'paper') and paper-*.png with the quick preset's claim ids."""
+def test_ablation_plan_runs_at_tiny_size(tmp_path, monkeypatch):
+    """The earlier paper preset's seeds-by-ablations plan on the generated graphs (rho=0, gamma=0
+    on 2 seeds, hidden=512 on the first, the joint head on every seed), shrunk in size only,
+    under a preset name other than quick: it writes paper.json and paper-*.png."""
     from degem import config
 
     short = {**config.ABLATIONS["hidden=512"], "epochs": 2}  # keeps width 512
     monkeypatch.setitem(config.ABLATIONS, "hidden=512", short)
     shrink = {"n_nodes": 200, "feat_dim": 16, "hidden": 32, "energy_hidden": 16, "epochs": 3}
     cfg = dataclasses.replace(
-        config.PRESETS["paper"],
+        config.PRESETS["quick"],
         **shrink,
+        name="paper",
+        ablations=("rho=0", "gamma=0", "joint-head", "hidden=512"),
+        ablation_seeds=2,
         seeds=(0, 1),
         out=str(tmp_path / "runs"),
         results_dir=str(tmp_path / "results"),
@@ -205,7 +231,36 @@ def test_paper_preset_runs_at_tiny_size(tmp_path, monkeypatch):
     assert len(doc["metrics"]["DeGEM[rho=0]"]["homophilic/avg_auroc"]["values"]) == 2
     assert len(doc["metrics"]["DeGEM[hidden=512]"]["homophilic/avg_auroc"]["values"]) == 1
     assert len(doc["metrics"]["DeGEM[joint-head]"]["homophilic/avg_auroc"]["values"]) == 2
-    assert config.PRESETS["paper"].epochs == 200 and len(config.PRESETS["paper"].seeds) == 5
+
+
+@pytest.mark.slow
+def test_paper_preset_runs_on_cora_actor_and_cornell_at_tiny_size(tmp_path):
+    """`bench --preset paper` end to end, shrunk in epochs, width and seeds only: the claims are
+    read on Cora (homophilic) and Actor (heterophilic), Cornell is reported beside them, and it
+    writes paper.json and paper-*.png."""
+    cfg = dataclasses.replace(
+        PRESETS["paper"], seeds=(0,), epochs=2, hidden=8, energy_hidden=8, gcn_hidden=8,
+        mcmc_steps=1, out=str(tmp_path / "runs"), results_dir=str(tmp_path / "results"),
+        quiet=True,
+    )  # fmt: skip
+    doc = run_bench(cfg)
+    res = tmp_path / "results"
+    assert json.loads((res / "paper.json").read_text()) == doc and doc["mode"] == "paper"
+    for fig in ("auroc", "selection", "mechanism"):
+        assert (res / "figures" / f"paper-{fig}.png").exists(), fig
+    assert [c["id"] for c in doc["claims"]] == REAL_CLAIM_IDS
+    assert "Cora (homophilic)" in doc["claims"][0]["statement"]
+    assert "Actor (heterophilic)" in doc["claims"][0]["statement"]
+    assert {g: v["name"] for g, v in doc["graphs"].items()} == {
+        "homophilic": "cora", "heterophilic": "actor", "heterophilic-cornell": "cornell",
+    }  # fmt: skip
+    assert doc["graphs"]["heterophilic"]["graph_file"] == "data/geom-gcn/film"  # no machine path
+    graph = doc["metrics"]["graph"]
+    assert graph["homophilic/edge_homophily"]["mean"] > 0.7  # Cora: 0.81
+    assert graph["heterophilic/edge_homophily"]["mean"] < 0.3  # Actor: 0.22
+    assert "Oracle" not in doc["metrics"] and "actor, n=7600" in doc["performance"][0]["what"]
+    reported = doc["claims"][0]["reported"]
+    assert list(reported) == ["heterophilic-cornell"]
 
 
 def test_bench_without_results_dir_writes_runs_not_results(tiny, tmp_path, monkeypatch):
@@ -249,9 +304,11 @@ def test_bench_runs_on_graph_files_with_the_official_label_protocol(tiny, tmp_pa
         ood_classes=(0,), ignore_classes=(1,),
     )  # fmt: skip
     doc = run_bench(cfg)
-    assert [c["id"] for c in doc["claims"]] == CLAIM_IDS and "Oracle" not in doc["metrics"]
+    ids = [c["id"] for c in doc["claims"]]
+    assert ids == list(claim_ids({"homophilic": "hom", "heterophilic": "het"}).values())
+    assert ids[0] == "gnnsafe-drops-hom-to-het" and "Oracle" not in doc["metrics"]
     assert doc["graphs"]["heterophilic"] == {
-        "graph_file": files[1], "ood_classes": [0], "ignore_classes": [1],
+        "name": "het", "graph_file": files[1], "ood_classes": [0], "ignore_classes": [1],
     }  # fmt: skip
     ctl = doc["claims"][0]["negative_control"]
     assert "DeGEM[untrained]" in ctl["what"] and ctl["test"][0]["n"] == 2
@@ -262,22 +319,62 @@ def test_bench_runs_on_graph_files_with_the_official_label_protocol(tiny, tmp_pa
         run_bench(dataclasses.replace(cfg, bench_graphs=(files[0],)))
 
 
-def test_real_preset_names_the_bundled_graphs():
+def test_paper_preset_reads_cora_and_actor_as_its_homophilic_heterophilic_pair():
+    """The paper preset's claims are read on the bundled real graphs: Cora in the homophilic
+    role, Actor in the heterophilic one (measured edge homophily, not only the names), Cornell
+    beside them; the claim ids and statements name that pair."""
     from degem import bench, data
 
-    cfg = PRESETS["real"]
-    assert cfg.bench_graphs == ("cora", "actor", "cornell")
+    cfg = PRESETS["paper"]
+    assert cfg.bench_graphs == ("cora", "actor", "cornell") and len(cfg.seeds) >= 3
     # the bundled graphs get the official protocol: ID above t, test OOD below t, t left out
     assert bench.label_protocol("cora", cfg) == {"ood_classes": (0, 1, 2), "ignore_classes": (3,)}
     assert bench.label_protocol("actor", cfg) == {"ood_classes": (0,), "ignore_classes": (1,)}
     roles = bench.bench_graphs(cfg)
     assert list(roles) == ["homophilic", "heterophilic", "heterophilic-cornell"]
+    assert roles["homophilic"]["graph_file"].endswith("ind.cora.x")
     assert roles["heterophilic"]["graph_file"].endswith("film")
-    for name in PRESETS["real"].bench_graphs:
+    assert roles["heterophilic"]["ood_classes"] == (0,)  # Actor's protocol, not Cora's
+    h = {
+        role: data.edge_homophily(g.edge_index, g.y)
+        for role, where in roles.items()
+        if role in bench.ROLES
+        for g in [data.load_graph(where["graph_file"])]
+    }
+    assert h["homophilic"] > 0.7 and h["heterophilic"] < 0.3, h  # Cora 0.81, Actor 0.22
+    names = bench.graph_names(cfg)
+    assert names == {
+        "homophilic": "cora",
+        "heterophilic": "actor",
+        "heterophilic-cornell": "cornell",
+    }
+    assert list(claim_ids(names).values()) == REAL_CLAIM_IDS
+    assert list(claim_ids(bench.graph_names(PRESETS["quick"])).values()) == CLAIM_IDS
+    for name in cfg.bench_graphs:
         assert Path(bench.graph_path(name)).exists(), name
     g = data.load_graph(bench.graph_path("cornell"))
     assert g.n == 183 and g.x.shape[1] == 1703 and int(g.y.max()) == 4
     assert torch.allclose(g.x.sum(1), torch.ones(g.n))  # NormalizeFeatures
+
+
+def test_paper_preset_gcn_learns_cora():
+    """The GCN behind MSP / Energy / GNNSafe, with the paper preset's settings, leaves Cora's
+    majority class (30% of the ID test nodes) within the preset's epochs: a baseline stuck there
+    would make every claim against GNNSafe meaningless (weight decay 0.01 does that)."""
+    from degem import bench, data
+    from degem.train import fit_gcn, resolve, setting_graphs
+
+    cfg = PRESETS["paper"]
+    one = resolve(dataclasses.replace(cfg, bench_graphs=(), graph_file=bench.graph_path("cora")))
+    g = data.load_graph(one.graph_file)
+    (train, val, test_id, _), id_classes, graphs = setting_graphs(one, g, (), {})
+    torch.manual_seed(0)
+    gcn = fit_gcn(dataclasses.replace(one, quiet=True), graphs["id"], train, val, len(id_classes))
+    with torch.no_grad():
+        pred = gcn(graphs["id"].x, graphs["id"].edge_index)[test_id].argmax(1)
+    majority = torch.bincount(graphs["id"].y[test_id]).max().item() / test_id.numel()
+    acc = (pred == graphs["id"].y[test_id]).float().mean().item()
+    assert majority < 0.35 and acc > 0.6, (acc, majority)
 
 
 @pytest.mark.slow
@@ -290,7 +387,7 @@ def test_full_preset_bench_runs_on_the_papers_graphs_on_cpu(tmp_path):
         results_dir=str(tmp_path / "results"), quiet=True,
     )  # fmt: skip
     doc = run_bench(cfg)
-    assert doc["mode"] == "full" and [c["id"] for c in doc["claims"]] == CLAIM_IDS
+    assert doc["mode"] == "full" and [c["id"] for c in doc["claims"]] == REAL_CLAIM_IDS
     assert set(doc["graphs"]) == {"homophilic", "heterophilic", "heterophilic-cornell"}
     assert doc["metrics"]["graph"]["homophilic/edge_homophily"]["mean"] > 0.7  # Cora
     assert doc["metrics"]["graph"]["heterophilic/edge_homophily"]["mean"] < 0.3  # Actor
